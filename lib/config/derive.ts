@@ -1,0 +1,130 @@
+/**
+ * Values computed from the declaration. They are never typed by hand, so they cannot drift
+ * from what they are derived from.
+ */
+import { AWS_LIMITS, type JobType, type Stage, type StreamConsumer } from './schema';
+
+/** AWS guidance: visibility timeout ≥ 6 × function timeout, plus the batching window (D2). */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+/** The DLQ keeps messages as long as SQS allows, so it always outlives its source queue. */
+export const DLQ_RETENTION_SECONDS = AWS_LIMITS.sqsRetentionSeconds.max;
+/** Alarm period for queue and stream alarms, seconds. */
+export const ALARM_PERIOD_SECONDS = 60;
+
+/** Alarm settings derived from a latency objective and a criticality. */
+export interface DerivedAlarmSettings {
+  /** Oldest-message (or iterator) age that breaks the objective, seconds. */
+  readonly ageThresholdSeconds: number;
+  /** An early warning at half the objective. */
+  readonly ageWarningSeconds: number;
+  readonly periodSeconds: number;
+  readonly evaluationPeriods: number;
+  readonly datapointsToAlarm: number;
+}
+
+/** Everything a job type's infrastructure and runtime need, declared and derived. */
+export interface ResolvedJobType extends JobType {
+  readonly queueName: string;
+  readonly dlqName: string;
+  readonly visibilityTimeoutSeconds: number;
+  readonly dlqRetentionSeconds: number;
+  /** Total attempts per message, including the first: maxReceiveCount (one retry layer, R6). */
+  readonly maxAttempts: number;
+  /** Longest time a poison message can take to reach the DLQ, seconds. */
+  readonly worstCaseSecondsToDlq: number;
+  readonly pauseFlagName: string;
+  readonly alarms: DerivedAlarmSettings;
+}
+
+/** A stream consumer with its derived values. */
+export interface ResolvedStreamConsumer extends StreamConsumer {
+  readonly pauseFlagName: string;
+  readonly onFailureQueueName: string;
+  readonly alarms: DerivedAlarmSettings;
+}
+
+/** `payment.capture` → `payment-capture`. */
+export function jobTypeSlug(name: string): string {
+  return name.replace(/\./g, '-');
+}
+
+/** Visibility timeout for a queue whose consumer has this timeout and batching window (D2). */
+export function deriveVisibilityTimeoutSeconds(functionTimeoutSeconds: number, windowSeconds: number): number {
+  return VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + windowSeconds;
+}
+
+/** Retry delay before attempt n+1 without jitter: min(cap, base × 2^(n-1)); the jitter only shortens it. */
+export function backoffCeilingSeconds(retry: JobType['retry'], failedAttempt: number): number {
+  return Math.min(retry.maxDelaySeconds, retry.baseDelaySeconds * 2 ** (failedAttempt - 1));
+}
+
+/**
+ * Worst case from first receive to the DLQ. After each attempt the message comes back either
+ * when its backoff ends (a failure reported within the timeout: at most timeout + ceiling) or
+ * when the visibility timeout runs out (a crash or a timeout): whichever is later, every time.
+ * If this exceeds the retention period, SQS deletes a poison message before it reaches the
+ * DLQ: the job would be lost without a trace.
+ */
+export function deriveWorstCaseSecondsToDlq(job: JobType): number {
+  const visibility = deriveVisibilityTimeoutSeconds(job.function.timeoutSeconds, job.batch.windowSeconds);
+  let total = 0;
+  for (let attempt = 1; attempt <= job.maxReceiveCount; attempt += 1) {
+    total += Math.max(visibility, job.function.timeoutSeconds + backoffCeilingSeconds(job.retry, attempt));
+  }
+  return total;
+}
+
+/**
+ * Alarm thresholds from the latency objective. Critical work alarms on the first breaching
+ * minute; other work needs 2 of 3 so a short burst does not page anyone.
+ */
+export function deriveAlarmSettings(
+  latencyObjectiveSeconds: number,
+  criticality: JobType['criticality'],
+): DerivedAlarmSettings {
+  const critical = criticality === 'critical';
+  return {
+    ageThresholdSeconds: latencyObjectiveSeconds,
+    ageWarningSeconds: Math.max(1, Math.floor(latencyObjectiveSeconds / 2)),
+    periodSeconds: ALARM_PERIOD_SECONDS,
+    evaluationPeriods: critical ? 1 : 3,
+    datapointsToAlarm: critical ? 1 : 2,
+  };
+}
+
+/** SSM parameter holding a consumer's pause flag (B4). */
+export function pauseFlagName(stage: string, consumer: string): string {
+  return `/tenang/${stage}/flags/pause/${consumer}`;
+}
+
+/** SSM parameter holding the stage's degrade flag (B3). */
+export function degradeFlagName(stage: string): string {
+  return `/tenang/${stage}/flags/degrade`;
+}
+
+/** Computes a job type's derived values. */
+export function resolveJobType(stage: Stage, job: JobType): ResolvedJobType {
+  const suffix = job.queue.kind === 'fifo' ? '.fifo' : '';
+  const base = `tenang-${stage.name}-${jobTypeSlug(job.name)}`;
+  return {
+    ...job,
+    queueName: `${base}${suffix}`,
+    dlqName: `${base}-dlq${suffix}`,
+    visibilityTimeoutSeconds: deriveVisibilityTimeoutSeconds(job.function.timeoutSeconds, job.batch.windowSeconds),
+    dlqRetentionSeconds: DLQ_RETENTION_SECONDS,
+    maxAttempts: job.maxReceiveCount,
+    worstCaseSecondsToDlq: deriveWorstCaseSecondsToDlq(job),
+    pauseFlagName: pauseFlagName(stage.name, job.consumer),
+    alarms: deriveAlarmSettings(job.latencyObjectiveSeconds, job.criticality),
+  };
+}
+
+/** Computes a stream consumer's derived values; stream work is treated as critical for alarms. */
+export function resolveStreamConsumer(stage: Stage, sc: StreamConsumer): ResolvedStreamConsumer {
+  return {
+    ...sc,
+    pauseFlagName: pauseFlagName(stage.name, sc.consumer),
+    onFailureQueueName: `tenang-${stage.name}-${sc.consumer}-failures`,
+    alarms: deriveAlarmSettings(sc.latencyObjectiveSeconds, 'critical'),
+  };
+}

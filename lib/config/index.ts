@@ -1,0 +1,6 @@
+/** The pipeline config: one typed, validated declaration with derived values. */
+export * from './schema';
+export * from './derive';
+export * from './errors';
+export * from './load';
+export { referencePipeline } from './pipeline';

@@ -1,0 +1,183 @@
+/**
+ * The one loader of the pipeline config: structural checks (zod) and cross-field checks run
+ * over every part, and all problems are reported together in one PipelineConfigError.
+ */
+import type { z } from 'zod';
+import {
+  AWS_LIMITS,
+  JobTypeSchema,
+  StageSchema,
+  StreamConsumerSchema,
+  type JobType,
+  type PipelineInput,
+  type Stage,
+  type StreamConsumer,
+} from './schema';
+import {
+  DLQ_RETENTION_SECONDS,
+  degradeFlagName,
+  deriveVisibilityTimeoutSeconds,
+  deriveWorstCaseSecondsToDlq,
+  resolveJobType,
+  resolveStreamConsumer,
+  type ResolvedJobType,
+  type ResolvedStreamConsumer,
+} from './derive';
+import { PipelineConfigError } from './errors';
+
+/** The validated pipeline with every derived value computed. */
+export interface PipelineConfig {
+  readonly stage: Stage;
+  readonly degradeFlagName: string;
+  readonly jobTypes: readonly ResolvedJobType[];
+  readonly streamConsumers: readonly ResolvedStreamConsumer[];
+}
+
+function formatIssues(prefix: string, error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const path = [prefix, ...issue.path.map(String)].filter((p) => p.length > 0).join('.');
+    return `${path}: ${issue.message}`;
+  });
+}
+
+/** Cross-field rules for one job type; each returns the problems it finds. */
+function checkJobType(at: string, job: JobType): string[] {
+  const problems: string[] = [];
+  const { kind } = job.queue;
+  if (kind === 'fifo') {
+    if (job.queue.groupBy === undefined) {
+      problems.push(`${at}.queue.groupBy: a FIFO queue needs the payload field that gives the message group`);
+    }
+    if (job.batch.windowSeconds !== 0) {
+      problems.push(`${at}.batch.windowSeconds: Lambda does not support a batching window on FIFO queues`);
+    }
+    if (job.batch.size > AWS_LIMITS.sqsFifoBatchSize.max) {
+      problems.push(`${at}.batch.size: at most ${AWS_LIMITS.sqsFifoBatchSize.max} on a FIFO queue`);
+    }
+  } else {
+    if (job.queue.groupBy !== undefined) {
+      problems.push(`${at}.queue.groupBy: only FIFO queues have message groups`);
+    }
+    if (job.batch.size > AWS_LIMITS.sqsBatchSizeWithoutWindow.max && job.batch.windowSeconds < 1) {
+      problems.push(`${at}.batch.windowSeconds: a batch size above 10 needs a batching window of at least 1 s`);
+    }
+  }
+  const visibility = deriveVisibilityTimeoutSeconds(job.function.timeoutSeconds, job.batch.windowSeconds);
+  if (visibility > AWS_LIMITS.sqsVisibilityTimeoutSeconds.max) {
+    problems.push(
+      `${at}.function.timeoutSeconds: the derived visibility timeout (${visibility} s) exceeds SQS's 43200 s`,
+    );
+  }
+  if (job.queue.retentionSeconds >= DLQ_RETENTION_SECONDS) {
+    problems.push(
+      `${at}.queue.retentionSeconds: must be below ${DLQ_RETENTION_SECONDS} s so the DLQ can keep messages longer`,
+    );
+  }
+  if (job.retry.baseDelaySeconds > job.retry.maxDelaySeconds) {
+    problems.push(`${at}.retry.baseDelaySeconds: must not exceed retry.maxDelaySeconds`);
+  }
+  if (job.latencyObjectiveSeconds <= job.function.timeoutSeconds) {
+    problems.push(
+      `${at}.latencyObjectiveSeconds: must exceed the function timeout (${job.function.timeoutSeconds} s), or the age alarm fires on normal work`,
+    );
+  }
+  const worstCase = deriveWorstCaseSecondsToDlq(job);
+  if (worstCase >= job.queue.retentionSeconds) {
+    problems.push(
+      `${at}.queue.retentionSeconds: a poison message can take ${worstCase} s to reach the DLQ, longer than the retention; it would be deleted unseen`,
+    );
+  }
+  if (job.criticality === 'critical' && !job.idempotent) {
+    problems.push(`${at}.idempotent: critical work must be idempotent (D1)`);
+  }
+  return problems;
+}
+
+function checkStreamConsumer(at: string, sc: StreamConsumer): string[] {
+  const problems: string[] = [];
+  if (sc.latencyObjectiveSeconds >= sc.maxRecordAgeSeconds) {
+    problems.push(
+      `${at}.latencyObjectiveSeconds: must be below maxRecordAgeSeconds, or records expire before the iterator-age alarm fires`,
+    );
+  }
+  return problems;
+}
+
+function duplicates(values: readonly string[]): string[] {
+  return [...new Set(values.filter((v, i) => values.indexOf(v) !== i))];
+}
+
+/**
+ * Validates a pipeline declaration and computes its derived values.
+ * @throws PipelineConfigError listing every problem found.
+ */
+export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
+  const problems: string[] = [];
+
+  const stageResult = StageSchema.safeParse(input.stage);
+  if (!stageResult.success) problems.push(...formatIssues('stage', stageResult.error));
+
+  const jobTypes: JobType[] = [];
+  if (input.jobTypes.length === 0) problems.push('jobTypes: declare at least one job type');
+  input.jobTypes.forEach((raw, index) => {
+    const at = `jobTypes[${index}]`;
+    const parsed = JobTypeSchema.safeParse(raw);
+    if (!parsed.success) {
+      problems.push(...formatIssues(at, parsed.error));
+      return;
+    }
+    problems.push(...checkJobType(at, parsed.data));
+    jobTypes.push(parsed.data);
+  });
+
+  const streamConsumers: StreamConsumer[] = [];
+  input.streamConsumers.forEach((raw, index) => {
+    const at = `streamConsumers[${index}]`;
+    const parsed = StreamConsumerSchema.safeParse(raw);
+    if (!parsed.success) {
+      problems.push(...formatIssues(at, parsed.error));
+      return;
+    }
+    problems.push(...checkStreamConsumer(at, parsed.data));
+    streamConsumers.push(parsed.data);
+  });
+
+  for (const name of duplicates(jobTypes.map((j) => j.name))) {
+    problems.push(`jobTypes: job type "${name}" is declared more than once`);
+  }
+  const consumers = [...jobTypes.map((j) => j.consumer), ...streamConsumers.map((s) => s.consumer)];
+  for (const consumer of duplicates(consumers)) {
+    problems.push(`consumers: "${consumer}" is used by more than one job type or stream consumer`);
+  }
+
+  if (stageResult.success) {
+    jobTypes.forEach((job) => {
+      const { dlqName } = resolveJobType(stageResult.data, job);
+      if (dlqName.length > AWS_LIMITS.sqsQueueNameLength.max) {
+        problems.push(
+          `jobTypes: the queue name "${dlqName}" of "${job.name}" is longer than SQS's ${AWS_LIMITS.sqsQueueNameLength.max} characters; shorten the job type or stage name`,
+        );
+      }
+    });
+  }
+
+  if (problems.length > 0 || !stageResult.success) throw new PipelineConfigError(problems);
+  const stage = stageResult.data;
+  return {
+    stage,
+    degradeFlagName: degradeFlagName(stage.name),
+    jobTypes: jobTypes.map((j) => resolveJobType(stage, j)),
+    streamConsumers: streamConsumers.map((s) => resolveStreamConsumer(stage, s)),
+  };
+}
+
+/** Finds a job type by name, or throws listing the known ones. */
+export function jobTypeByName(config: PipelineConfig, name: string): ResolvedJobType {
+  const found = config.jobTypes.find((j) => j.name === name);
+  if (found === undefined) {
+    throw new PipelineConfigError([
+      `unknown job type "${name}"; known: ${config.jobTypes.map((j) => j.name).join(', ')}`,
+    ]);
+  }
+  return found;
+}

@@ -1,0 +1,98 @@
+/**
+ * The reference pipeline of DESIGN.md, declared once. Infrastructure, handlers, the local
+ * platform, the CLI and the runbook index all read it through `pipelineConfig()`.
+ */
+import type { PipelineInput } from './schema';
+
+/** The declaration for a stage; only the stage name and region vary between stages. */
+export function referencePipeline(stageName: string, region: string): PipelineInput {
+  return {
+    stage: {
+      name: stageName,
+      region,
+      alarmTopic: { name: `tenang-${stageName}-alarms` },
+      cache: {
+        ttlSeconds: 300,
+        ttlJitterRatio: 0.2,
+        loadLockMs: 2_000,
+        commandTimeoutMs: 250,
+        hotKeys: [],
+      },
+    },
+    jobTypes: [
+      {
+        name: 'payment.capture',
+        consumer: 'payment-consumer',
+        queue: { kind: 'fifo', groupBy: 'orderId' },
+        function: { timeoutSeconds: 30, memoryMb: 512 },
+        batch: { size: 10, maxConcurrency: 10 },
+        maxReceiveCount: 5,
+        retry: { baseDelaySeconds: 5, maxDelaySeconds: 300 },
+        criticality: 'critical',
+        latencyObjectiveSeconds: 120,
+        owner: 'payments-team',
+        dependencies: ['payment-provider', 'orders-table', 'idempotency-table'],
+        idempotent: true,
+        pauseCost: 'Captures wait: revenue is delayed and customers see "payment pending"; nothing is lost.',
+        runbook: 'payment-capture',
+      },
+      {
+        name: 'notification.send',
+        consumer: 'notification-consumer',
+        queue: { kind: 'standard' },
+        function: { timeoutSeconds: 20, memoryMb: 256 },
+        batch: { size: 10, windowSeconds: 2, maxConcurrency: 5 },
+        maxReceiveCount: 4,
+        retry: { baseDelaySeconds: 10, maxDelaySeconds: 600 },
+        criticality: 'sheddable',
+        latencyObjectiveSeconds: 900,
+        owner: 'growth-team',
+        dependencies: ['messaging-provider', 'dedup-table'],
+        idempotent: true,
+        pauseCost: 'Customers get order e-mails late; no money or stock is affected.',
+        runbook: 'notification-send',
+      },
+      {
+        name: 'inventory.reserve',
+        consumer: 'inventory-consumer',
+        queue: { kind: 'standard' },
+        function: { timeoutSeconds: 30, memoryMb: 256 },
+        batch: { size: 5, windowSeconds: 1, maxConcurrency: 5 },
+        maxReceiveCount: 6,
+        retry: { baseDelaySeconds: 2, maxDelaySeconds: 120 },
+        criticality: 'deferrable',
+        latencyObjectiveSeconds: 300,
+        owner: 'fulfilment-team',
+        dependencies: ['locks-table', 'orders-table'],
+        idempotent: true,
+        pauseCost: 'Paid orders wait for stock reservation; oversell risk grows with the pause.',
+        runbook: 'inventory-reserve',
+      },
+    ],
+    streamConsumers: [
+      {
+        consumer: 'cache-invalidator',
+        function: { timeoutSeconds: 10, memoryMb: 256 },
+        batchSize: 100,
+        retryAttempts: 10,
+        maxRecordAgeSeconds: 3_600,
+        latencyObjectiveSeconds: 60,
+        owner: 'platform-team',
+        pauseCost: 'Cached orders go stale until their TTL; readers may see old states.',
+        runbook: 'stale-cache',
+      },
+      {
+        consumer: 'outbox-relay',
+        function: { timeoutSeconds: 15, memoryMb: 256 },
+        batchSize: 50,
+        retryAttempts: 10,
+        maxRecordAgeSeconds: 21_600,
+        latencyObjectiveSeconds: 300,
+        owner: 'platform-team',
+        pauseCost: 'Follow-up jobs (notifications, reservations) wait; the stream keeps them for 24 h.',
+        neededForRecovery: true,
+        runbook: 'outbox-relay',
+      },
+    ],
+  };
+}

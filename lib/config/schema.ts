@@ -1,0 +1,160 @@
+/**
+ * The declared (typed-by-a-human) part of the pipeline config, validated with zod.
+ * Nothing here is derived: derived values live in derive.ts and are computed, never typed.
+ */
+import { z } from 'zod';
+
+/** AWS limits that the schema and the cross-field checks share. */
+export const AWS_LIMITS = {
+  lambdaTimeoutSeconds: { min: 1, max: 900 },
+  lambdaMemoryMb: { min: 128, max: 10_240 },
+  sqsVisibilityTimeoutSeconds: { max: 43_200 },
+  sqsRetentionSeconds: { min: 60, max: 1_209_600 },
+  sqsQueueNameLength: { max: 80 },
+  sqsFifoBatchSize: { max: 10 },
+  sqsStandardBatchSize: { max: 10_000 },
+  sqsBatchSizeWithoutWindow: { max: 10 },
+  sqsBatchingWindowSeconds: { max: 300 },
+  esmMaximumConcurrency: { min: 2, max: 1_000 },
+  maxReceiveCount: { min: 1, max: 1_000 },
+  streamRetryAttempts: { min: 0, max: 10_000 },
+  streamMaxRecordAgeSeconds: { min: 60, max: 604_800 },
+  streamBatchSize: { min: 1, max: 10_000 },
+} as const;
+
+const kebab = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+
+/** What pausing or shedding a job type means for the business; drives flag semantics (B3). */
+export const Criticality = z.enum(['critical', 'deferrable', 'sheddable']);
+export type Criticality = z.infer<typeof Criticality>;
+
+export const QueueKind = z.enum(['fifo', 'standard']);
+export type QueueKind = z.infer<typeof QueueKind>;
+
+/** Exponential backoff with full jitter (R2); the attempt bound is the queue's maxReceiveCount (R6). */
+export const RetryPolicySchema = z.object({
+  /** First retry delay before jitter, seconds. */
+  baseDelaySeconds: z.number().int().min(1),
+  /** Cap on any single delay, seconds (SQS allows at most 12 hours of visibility). */
+  maxDelaySeconds: z.number().int().min(1).max(AWS_LIMITS.sqsVisibilityTimeoutSeconds.max),
+});
+export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
+
+export const JobTypeSchema = z.object({
+  /** Job type name as it appears in the envelope, e.g. `payment.capture`. */
+  name: z.string().regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture'),
+  /** The consumer function's logical name; the pause flag and the ESM are keyed on it. */
+  consumer: z.string().regex(kebab, 'must be kebab-case'),
+  queue: z.object({
+    kind: QueueKind,
+    /** FIFO only: the envelope payload field whose value is the MessageGroupId. */
+    groupBy: z.string().min(1).optional(),
+    /** @default 345600 (4 days, the SQS default) */
+    retentionSeconds: z
+      .number()
+      .int()
+      .min(AWS_LIMITS.sqsRetentionSeconds.min)
+      .max(AWS_LIMITS.sqsRetentionSeconds.max)
+      .default(345_600),
+  }),
+  function: z.object({
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(AWS_LIMITS.lambdaTimeoutSeconds.min)
+      .max(AWS_LIMITS.lambdaTimeoutSeconds.max),
+    memoryMb: z.number().int().min(AWS_LIMITS.lambdaMemoryMb.min).max(AWS_LIMITS.lambdaMemoryMb.max),
+  }),
+  batch: z.object({
+    size: z.number().int().min(1).max(AWS_LIMITS.sqsStandardBatchSize.max),
+    /** @default 0 */
+    windowSeconds: z.number().int().min(0).max(AWS_LIMITS.sqsBatchingWindowSeconds.max).default(0),
+    /** ESM maximum concurrency (B2). */
+    maxConcurrency: z
+      .number()
+      .int()
+      .min(AWS_LIMITS.esmMaximumConcurrency.min)
+      .max(AWS_LIMITS.esmMaximumConcurrency.max),
+  }),
+  /** Receives before SQS redrives to the DLQ; this is also the total attempt bound (R6). */
+  maxReceiveCount: z.number().int().min(2, 'must allow at least one retry').max(50),
+  retry: RetryPolicySchema,
+  criticality: Criticality,
+  /** How old the oldest waiting job may get before the business notices, seconds. */
+  latencyObjectiveSeconds: z.number().int().min(1),
+  owner: z.string().min(1),
+  dependencies: z.array(z.string().min(1)),
+  idempotent: z.boolean(),
+  /** What pausing this consumer costs the business, in words an on-call engineer can act on. */
+  pauseCost: z.string().min(1),
+  /** Needed to recover from incidents: `tenang pause` refuses it without --force. @default false */
+  neededForRecovery: z.boolean().default(false),
+  /** Runbook file name under runbooks/, without `.md`. */
+  runbook: z.string().regex(kebab, 'must be a kebab-case file name under runbooks/ without .md'),
+});
+export type JobTypeInput = z.input<typeof JobTypeSchema>;
+export type JobType = z.output<typeof JobTypeSchema>;
+
+/** A DynamoDB stream consumer (cache invalidator, outbox relay). */
+export const StreamConsumerSchema = z.object({
+  consumer: z.string().regex(kebab, 'must be kebab-case'),
+  function: JobTypeSchema.shape.function,
+  batchSize: z.number().int().min(AWS_LIMITS.streamBatchSize.min).max(AWS_LIMITS.streamBatchSize.max),
+  retryAttempts: z
+    .number()
+    .int()
+    .min(AWS_LIMITS.streamRetryAttempts.min)
+    .max(AWS_LIMITS.streamRetryAttempts.max),
+  maxRecordAgeSeconds: z
+    .number()
+    .int()
+    .min(AWS_LIMITS.streamMaxRecordAgeSeconds.min)
+    .max(AWS_LIMITS.streamMaxRecordAgeSeconds.max),
+  /** How far behind the stream this consumer may fall, seconds (iterator age alarm). */
+  latencyObjectiveSeconds: z.number().int().min(1),
+  owner: z.string().min(1),
+  pauseCost: z.string().min(1),
+  /** @default false */
+  neededForRecovery: z.boolean().default(false),
+  runbook: z.string().regex(kebab, 'must be a kebab-case file name under runbooks/ without .md'),
+});
+export type StreamConsumerInput = z.input<typeof StreamConsumerSchema>;
+export type StreamConsumer = z.output<typeof StreamConsumerSchema>;
+
+export const StageSchema = z.object({
+  /** Stage name, part of every resource name and SSM path. */
+  name: z
+    .string()
+    .regex(
+      /^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$/,
+      'must be lowercase letters, digits or "-", at most 16, not ending in "-"',
+    ),
+  region: z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'must be an AWS region such as eu-west-1'),
+  alarmTopic: z.object({
+    /** SNS topic name for every alarm action. */
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/),
+    /** Optional e-mail subscriptions. @default [] */
+    emails: z.array(z.email()).default([]),
+  }),
+  cache: z.object({
+    /** Base TTL of a cache entry, seconds. */
+    ttlSeconds: z.number().int().min(1),
+    /** Jitter as a fraction of the TTL, added at random (C1). */
+    ttlJitterRatio: z.number().min(0).max(1),
+    /** Short Redis lock against a cross-process stampede, milliseconds (C4). */
+    loadLockMs: z.number().int().min(10).max(30_000),
+    /** Per-command Redis timeout, milliseconds (D4). */
+    commandTimeoutMs: z.number().int().min(10).max(10_000),
+    /** Keys warmed before a guarded full flush (C6). @default [] */
+    hotKeys: z.array(z.string().min(1)).default([]),
+  }),
+});
+export type StageInput = z.input<typeof StageSchema>;
+export type Stage = z.output<typeof StageSchema>;
+
+/** The whole declaration as written by a human. */
+export interface PipelineInput {
+  readonly stage: StageInput;
+  readonly jobTypes: readonly JobTypeInput[];
+  readonly streamConsumers: readonly StreamConsumerInput[];
+}

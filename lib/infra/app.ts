@@ -1,0 +1,40 @@
+/** Builds the CDK app: the pipeline stack for the selected stage, with cdk-nag packs attached. */
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import { PipelineStack } from './pipeline-stack';
+import { STAGE_CONTEXT_KEY, targetTraits } from './target';
+
+/** Default region when neither the config nor the CDK environment names one. */
+export const DEFAULT_REGION = 'us-east-1';
+
+/** Name of a stage's stack. */
+export function stackName(stage: string): string {
+  return `tenang-${stage}`;
+}
+
+/** What buildApp created, for tests and the local platform. */
+export interface BuiltApp {
+  readonly app: App;
+  readonly stack: PipelineStack;
+  readonly config: PipelineConfig;
+}
+
+/**
+ * Creates the pipeline stack inside `app` and attaches the AwsSolutions and Serverless nag
+ * packs; an unacknowledged finding fails synthesis.
+ */
+export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
+  const stage: unknown = app.node.tryGetContext(STAGE_CONTEXT_KEY) ?? 'dev';
+  if (typeof stage !== 'string') throw new Error(`CDK context ${STAGE_CONTEXT_KEY} must be a string`);
+  const config = loadPipelineConfig(referencePipeline(stage, region));
+  const traits = targetTraits(app);
+  const stack = new PipelineStack(app, stackName(stage), {
+    config,
+    traits,
+    env: { region, account: process.env.CDK_DEFAULT_ACCOUNT },
+    description: `tenang worker-queue pipeline (${stage}, target ${traits.target})`,
+  });
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+  return { app, stack, config };
+}

@@ -1,0 +1,62 @@
+/** The pipeline's DynamoDB tables. */
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { Construct } from 'constructs';
+import { TABLE_DEFAULTS } from './defaults';
+
+/** Props of Tables. */
+export interface TablesProps {
+  /** Stage name, part of every table name. */
+  readonly stageName: string;
+}
+
+/** Key and TTL attribute names the runtime shares with the infrastructure. */
+export const TABLE_KEYS = {
+  orders: { partitionKey: 'orderId' },
+  /** Powertools idempotency's default layout. */
+  idempotency: { partitionKey: 'id', ttl: 'expiration' },
+  locks: { partitionKey: 'resource', ttl: 'expiresAtEpoch' },
+  dedup: { partitionKey: 'dedupKey', ttl: 'expiration' },
+} as const;
+
+/** Orders (source of truth, streamed), idempotency records, lease locks, producer dedup records. */
+export class Tables extends Construct {
+  /** Orders: the source of truth; its stream drives the cache invalidator and the outbox relay. */
+  public readonly orders: dynamodb.Table;
+  /** Powertools idempotency records. */
+  public readonly idempotency: dynamodb.Table;
+  /** Lease locks with fencing counters. */
+  public readonly locks: dynamodb.Table;
+  /** Producer-side dedup records for standard queues (Q1). */
+  public readonly dedup: dynamodb.Table;
+
+  public constructor(scope: Construct, id: string, props: TablesProps) {
+    super(scope, id);
+    const name = (table: string): string => `tenang-${props.stageName}-${table}`;
+    const s = dynamodb.AttributeType.STRING;
+
+    this.orders = new dynamodb.Table(this, 'Orders', {
+      ...TABLE_DEFAULTS,
+      tableName: name('orders'),
+      partitionKey: { name: TABLE_KEYS.orders.partitionKey, type: s },
+      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+    });
+    this.idempotency = new dynamodb.Table(this, 'Idempotency', {
+      ...TABLE_DEFAULTS,
+      tableName: name('idempotency'),
+      partitionKey: { name: TABLE_KEYS.idempotency.partitionKey, type: s },
+      timeToLiveAttribute: TABLE_KEYS.idempotency.ttl,
+    });
+    this.locks = new dynamodb.Table(this, 'Locks', {
+      ...TABLE_DEFAULTS,
+      tableName: name('locks'),
+      partitionKey: { name: TABLE_KEYS.locks.partitionKey, type: s },
+      timeToLiveAttribute: TABLE_KEYS.locks.ttl,
+    });
+    this.dedup = new dynamodb.Table(this, 'Dedup', {
+      ...TABLE_DEFAULTS,
+      tableName: name('dedup'),
+      partitionKey: { name: TABLE_KEYS.dedup.partitionKey, type: s },
+      timeToLiveAttribute: TABLE_KEYS.dedup.ttl,
+    });
+  }
+}

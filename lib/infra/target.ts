@@ -1,0 +1,32 @@
+/**
+ * The single switch between a deployment to AWS and one into the local emulator (moto).
+ * Every difference between the two is a named field here and listed in the README.
+ */
+import type { Construct } from 'constructs';
+
+/** Where the synthesized app will be deployed. */
+export type DeployTarget = 'aws' | 'emulator';
+
+/** CDK context key that selects the target: `cdk deploy -c tenang:target=emulator`. */
+export const TARGET_CONTEXT_KEY = 'tenang:target';
+/** CDK context key that selects the stage. */
+export const STAGE_CONTEXT_KEY = 'tenang:stage';
+
+/** What changes when the target is the emulator. */
+export interface TargetTraits {
+  readonly target: DeployTarget;
+  /**
+   * Event source mappings are created disabled: an enabled mapping in moto consumes the queue
+   * itself; the local platform plays the Lambda service and polls instead.
+   */
+  readonly eventSourcesEnabled: boolean;
+}
+
+/** Reads the target from CDK context; anything but the two known values is an error. */
+export function targetTraits(scope: Construct): TargetTraits {
+  const raw: unknown = scope.node.tryGetContext(TARGET_CONTEXT_KEY) ?? 'aws';
+  if (raw !== 'aws' && raw !== 'emulator') {
+    throw new Error(`CDK context ${TARGET_CONTEXT_KEY} must be "aws" or "emulator", got ${JSON.stringify(raw)}`);
+  }
+  return { target: raw, eventSourcesEnabled: raw === 'aws' };
+}

@@ -1,0 +1,79 @@
+/**
+ * Provisions the pipeline into the emulator with a real `cdk synth` + `cdk bootstrap` +
+ * `cdk deploy`: what runs locally is what would be deployed. The only difference is the
+ * `tenang:target=emulator` context switch (see lib/infra/target.ts).
+ */
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { stackName } from '../infra/app';
+import { STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
+
+/** Raised when a cdk step fails; carries the tail of its output. */
+export class ProvisionError extends Error {
+  public constructor(
+    message: string,
+    public readonly outputTail: string,
+  ) {
+    super(`${message}\n${outputTail}`);
+    this.name = 'ProvisionError';
+  }
+}
+
+/** Options of provisionIntoEmulator. */
+export interface ProvisionOptions {
+  /** Repository root (where cdk.json is). */
+  readonly projectRoot: string;
+  /** Environment for the cdk CLI: endpoint, region, credentials. */
+  readonly env: Readonly<Record<string, string>>;
+  /** @default 'dev' */
+  readonly stage?: string;
+  /** Progress lines. @default no output */
+  readonly log?: (line: string) => void;
+}
+
+/** What was provisioned. */
+export interface Provisioned {
+  readonly stackName: string;
+  /** The emulator-target cloud assembly (bundled function assets live here). */
+  readonly assemblyDir: string;
+}
+
+const OUTPUT_TAIL_LINES = 40;
+
+function runCdk(projectRoot: string, args: string[], env: Readonly<Record<string, string>>): Promise<string> {
+  const cdkBin = path.join(projectRoot, 'node_modules', '.bin', 'cdk');
+  return new Promise((resolve, reject) => {
+    const child = spawn(cdkBin, [...args, '--no-notices'], {
+      cwd: projectRoot,
+      env: { ...process.env, ...env, CDK_DISABLE_CLI_TELEMETRY: 'true', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', (err) => reject(new ProvisionError(`cannot run ${cdkBin}: ${err.message}`, '')));
+    child.on('close', (code) => {
+      if (code === 0) resolve(output);
+      else {
+        const tail = output.trimEnd().split('\n').slice(-OUTPUT_TAIL_LINES).join('\n');
+        reject(new ProvisionError(`cdk ${args[0] ?? ''} failed with exit code ${String(code)}`, tail));
+      }
+    });
+  });
+}
+
+/** Synthesizes for the emulator, bootstraps its environment and deploys; re-running changes nothing. */
+export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Provisioned> {
+  const log = opts.log ?? ((): void => undefined);
+  const stage = opts.stage ?? 'dev';
+  const assemblyDir = path.join(opts.projectRoot, '.tenang', 'cdk.out');
+  const context = ['-c', `${TARGET_CONTEXT_KEY}=emulator`, '-c', `${STAGE_CONTEXT_KEY}=${stage}`];
+
+  log('synthesizing the app for the emulator (cdk-nag AwsSolutions + Serverless)…');
+  await runCdk(opts.projectRoot, ['synth', ...context, '--output', assemblyDir, '--quiet'], opts.env);
+  log('bootstrapping the emulator environment…');
+  await runCdk(opts.projectRoot, ['bootstrap', '--app', assemblyDir], opts.env);
+  log(`deploying stack ${stackName(stage)} into the emulator…`);
+  await runCdk(opts.projectRoot, ['deploy', '--app', assemblyDir, '--require-approval', 'never'], opts.env);
+  return { stackName: stackName(stage), assemblyDir };
+}

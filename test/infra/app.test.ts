@@ -1,0 +1,79 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { buildApp } from '../../lib/infra/app';
+
+function synthesize(context: Record<string, string> = {}): { outdir: string; template: Template; stackName: string } {
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-'));
+  const app = new App({ outdir, context });
+  const { stack } = buildApp(app, 'eu-west-1');
+  app.synth();
+  return { outdir, template: Template.fromStack(stack), stackName: stack.stackName };
+}
+
+describe('Function: buildApp', () => {
+  it('when synthesized, it reports no AwsSolutions or Serverless finding, not even a warning', () => {
+    // Act
+    const { outdir } = synthesize();
+
+    // Assess
+    const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8')) as {
+      pluginReports: { pluginName: string; violations: { ruleName: string }[] }[];
+    };
+    expect(report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName}: ${v.ruleName}`))).toEqual([]);
+  });
+
+  it('when a construct breaks a rule of either pack, synthesis fails naming the rule', () => {
+    // Prepare
+    const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-')) });
+    const { stack } = buildApp(app, 'eu-west-1');
+    new sqs.Queue(stack, 'Unprotected', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+
+    // Act
+    const act = (): unknown => app.synth();
+
+    // Assess
+    expect(act).toThrow(/AwsSolutions-SQS2[\s\S]*Serverless-SQSRedrivePolicy/);
+    const report = fs.readFileSync(path.join(app.outdir, 'validation-report.json'), 'utf8');
+    expect(report).toContain('AwsSolutions-SQS2');
+    expect(report).toContain('Serverless-SQSRedrivePolicy');
+  });
+
+  it('when the template is linted with cfn-lint, it has no error or warning', () => {
+    // Prepare
+    const { outdir, stackName } = synthesize();
+    const templatePath = path.join(outdir, `${stackName}.template.json`);
+
+    // Act
+    const run = (): string => execFileSync('cfn-lint', ['--format', 'parseable', templatePath], { encoding: 'utf8' });
+
+    // Assess
+    expect(run).not.toThrow();
+  });
+
+  it('when the target context is unknown, it fails naming the allowed values', () => {
+    // Act
+    const act = (): unknown => synthesize({ 'tenang:target': 'staging' });
+
+    // Assess
+    expect(act).toThrow(/tenang:target must be "aws" or "emulator"/);
+  });
+
+  it('when synthesized, it creates one queue and one DLQ per job type, and the four tables', () => {
+    // Act
+    const { template } = synthesize();
+
+    // Assess
+    template.resourceCountIs('AWS::SQS::Queue', 6);
+    template.resourceCountIs('AWS::DynamoDB::Table', 4);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      QueueName: 'tenang-dev-payment-capture.fifo',
+      FifoQueue: true,
+      VisibilityTimeout: 180,
+    });
+  });
+});
