@@ -4,3 +4,4 @@ export * from './derive';
 export * from './errors';
 export * from './load';
 export { referencePipeline } from './pipeline';
+export * from './metrics';

@@ -136,6 +136,11 @@ export const StageSchema = z.object({
     /** Optional e-mail subscriptions. @default [] */
     emails: z.array(z.email()).default([]),
   }),
+  /** External providers the consumers call; each call carries the idempotency key (I3). */
+  providers: z.object({
+    paymentUrl: z.url(),
+    messagingUrl: z.url(),
+  }),
   cache: z.object({
     /** Base TTL of a cache entry, seconds. */
     ttlSeconds: z.number().int().min(1),

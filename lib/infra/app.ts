@@ -32,7 +32,8 @@ export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
   const stack = new PipelineStack(app, stackName(stage), {
     config,
     traits,
-    env: { region, account: process.env.CDK_DEFAULT_ACCOUNT },
+    // Account-agnostic on purpose: no context lookups, so synth is the same on every machine.
+    env: { region },
     description: `tenang worker-queue pipeline (${stage}, target ${traits.target})`,
   });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));

@@ -1,7 +1,11 @@
 /** Secure defaults shared by every construct, in one place (as AWS Solutions Constructs do). */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { METRICS_NAMESPACE } from '../config/metrics';
 
 /** Queue defaults: encrypted at rest with SQS-managed keys, TLS-only access. */
 export const QUEUE_DEFAULTS = {
@@ -16,3 +20,42 @@ export const TABLE_DEFAULTS = {
   pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
   removalPolicy: RemovalPolicy.RETAIN,
 } as const satisfies Partial<dynamodb.TableProps>;
+
+/** Function defaults: current LTS runtime on Graviton, active tracing, bundled locally by esbuild. */
+export const FUNCTION_DEFAULTS = {
+  runtime: lambda.Runtime.NODEJS_22_X,
+  architecture: lambda.Architecture.ARM_64,
+  tracing: lambda.Tracing.ACTIVE,
+  bundling: {
+    // No Docker on the build machines: esbuild from node_modules.
+    forceDockerBundling: false,
+    minify: true,
+    sourceMap: true,
+    sourcesContent: false,
+    target: 'node22',
+    // The SDK is bundled so local runs (Node 20) and AWS run the same pinned versions.
+    externalModules: [],
+  },
+} as const satisfies Partial<nodejs.NodejsFunctionProps>;
+
+/** @default one month of function logs. */
+export const LOG_RETENTION = logs.RetentionDays.ONE_MONTH;
+
+/** Powertools environment shared by every function. */
+export function powertoolsEnvironment(serviceName: string): Record<string, string> {
+  return {
+    POWERTOOLS_SERVICE_NAME: serviceName,
+    POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    POWERTOOLS_LOGGER_LOG_EVENT: 'false',
+    POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
+  };
+}
+
+/** Stream consumer defaults: the failure settings of AWS Solutions Constructs' stream patterns. */
+export const STREAM_DEFAULTS = {
+  bisectBatchOnError: true,
+  reportBatchItemFailures: true,
+  startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+  maxBatchingWindow: Duration.seconds(1),
+} as const;

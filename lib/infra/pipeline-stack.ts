@@ -1,10 +1,21 @@
 /** The deployable pipeline, driven entirely by the pipeline config. */
-import { Stack, type StackProps } from 'aws-cdk-lib';
+import * as path from 'node:path';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import type { PipelineConfig } from '../config';
+import { jobTypeByName, type PipelineConfig, type ResolvedStreamConsumer } from '../config';
+import { Cache } from './cache';
+import { ControlFlags, type ControlledConsumer } from './control-flags';
+import { Ingress } from './ingress';
+import { Observability } from './observability';
+import { StreamConsumer } from './stream-consumer';
 import { Tables } from './tables';
 import type { TargetTraits } from './target';
 import { WorkerQueue } from './worker-queue';
+
+/** Handler entry of a deployed function: lambdas/<name>/index.ts. */
+export function lambdaEntry(name: string): string {
+  return path.join(__dirname, '..', '..', 'lambdas', name, 'index.ts');
+}
 
 /** Props of PipelineStack. */
 export interface PipelineStackProps extends StackProps {
@@ -12,20 +23,184 @@ export interface PipelineStackProps extends StackProps {
   readonly traits: TargetTraits;
 }
 
-/** One stack per stage: tables, a WorkerQueue per job type. */
+function streamConsumer(config: PipelineConfig, name: string): ResolvedStreamConsumer {
+  const found = config.streamConsumers.find((s) => s.consumer === name);
+  if (found === undefined) throw new Error(`the pipeline config declares no stream consumer "${name}"`);
+  return found;
+}
+
+/** One stack per stage: tables, worker queues, stream consumers, cache, ingress, flags, alarms. */
 export class PipelineStack extends Stack {
-  /** The pipeline's tables. */
   public readonly tables: Tables;
   /** Worker queues keyed by job type name. */
   public readonly workerQueues: ReadonlyMap<string, WorkerQueue>;
+  public readonly cacheInvalidator: StreamConsumer;
+  public readonly outboxRelay: StreamConsumer;
+  public readonly cache: Cache;
+  public readonly ingress: Ingress;
+  public readonly controlFlags: ControlFlags;
+  public readonly observability: Observability;
 
   public constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
-    this.tables = new Tables(this, 'Tables', { stageName: props.config.stage.name });
-    const queues = new Map<string, WorkerQueue>();
-    for (const jobType of props.config.jobTypes) {
-      queues.set(jobType.name, new WorkerQueue(this, `Worker-${jobType.consumer}`, { jobType }));
+    const { config, traits } = props;
+    const stage = config.stage.name;
+    const enabled = traits.eventSourcesEnabled;
+    const common = { TENANG_STAGE: stage };
+
+    this.tables = new Tables(this, 'Tables', { stageName: stage });
+    const t = this.tables;
+    this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
+
+    const payment = new WorkerQueue(this, 'PaymentCapture', {
+      jobType: jobTypeByName(config, 'payment.capture'),
+      entry: lambdaEntry('payment-consumer'),
+      eventSourceEnabled: enabled,
+      environment: {
+        ...common,
+        ORDERS_TABLE: t.orders.tableName,
+        IDEMPOTENCY_TABLE: t.idempotency.tableName,
+        PAYMENT_PROVIDER_URL: config.stage.providers.paymentUrl,
+      },
+    });
+    t.orders.grantReadWriteData(payment.consumer.function);
+    t.idempotency.grantReadWriteData(payment.consumer.function);
+
+    const notification = new WorkerQueue(this, 'NotificationSend', {
+      jobType: jobTypeByName(config, 'notification.send'),
+      entry: lambdaEntry('notification-consumer'),
+      eventSourceEnabled: enabled,
+      environment: {
+        ...common,
+        DEDUP_TABLE: t.dedup.tableName,
+        MESSAGING_PROVIDER_URL: config.stage.providers.messagingUrl,
+        DEGRADE_FLAG: config.degradeFlagName,
+      },
+    });
+    t.dedup.grantReadWriteData(notification.consumer.function);
+
+    const inventory = new WorkerQueue(this, 'InventoryReserve', {
+      jobType: jobTypeByName(config, 'inventory.reserve'),
+      entry: lambdaEntry('inventory-consumer'),
+      eventSourceEnabled: enabled,
+      environment: {
+        ...common,
+        LOCKS_TABLE: t.locks.tableName,
+        INVENTORY_TABLE: t.inventory.tableName,
+        DEGRADE_FLAG: config.degradeFlagName,
+      },
+    });
+    t.locks.grantReadWriteData(inventory.consumer.function);
+    t.inventory.grantReadWriteData(inventory.consumer.function);
+    this.workerQueues = new Map([
+      ['payment.capture', payment],
+      ['notification.send', notification],
+      ['inventory.reserve', inventory],
+    ]);
+
+    this.cacheInvalidator = new StreamConsumer(this, 'CacheInvalidator', {
+      consumer: streamConsumer(config, 'cache-invalidator'),
+      table: t.orders,
+      entry: lambdaEntry('cache-invalidator'),
+      environment: { ...common, ...this.cache.connectionEnvironment },
+      vpc: this.cache.functionPlacement,
+      eventSourceEnabled: enabled,
+    });
+    this.cache.grantConnect(this.cacheInvalidator.consumer.function);
+
+    this.outboxRelay = new StreamConsumer(this, 'OutboxRelay', {
+      consumer: streamConsumer(config, 'outbox-relay'),
+      table: t.orders,
+      entry: lambdaEntry('outbox-relay'),
+      environment: {
+        ...common,
+        NOTIFICATION_QUEUE_URL: notification.queue.queueUrl,
+        INVENTORY_QUEUE_URL: inventory.queue.queueUrl,
+        DEGRADE_FLAG: config.degradeFlagName,
+      },
+      eventSourceEnabled: enabled,
+    });
+    notification.queue.grantSendMessages(this.outboxRelay.consumer.function);
+    inventory.queue.grantSendMessages(this.outboxRelay.consumer.function);
+
+    this.ingress = new Ingress(this, 'Ingress', {
+      ingressEntry: lambdaEntry('ingress'),
+      readerEntry: lambdaEntry('order-reader'),
+      ingressEnvironment: {
+        ...common,
+        ORDERS_TABLE: t.orders.tableName,
+        DEDUP_TABLE: t.dedup.tableName,
+        PAYMENT_QUEUE_URL: payment.queue.queueUrl,
+        DEGRADE_FLAG: config.degradeFlagName,
+      },
+      readerEnvironment: { ...common, ORDERS_TABLE: t.orders.tableName, ...this.cache.connectionEnvironment },
+      readerVpc: this.cache.functionPlacement,
+    });
+    t.orders.grantReadWriteData(this.ingress.ingress.function);
+    t.dedup.grantReadWriteData(this.ingress.ingress.function);
+    payment.queue.grantSendMessages(this.ingress.ingress.function);
+    t.orders.grantReadData(this.ingress.reader.function);
+    this.cache.grantConnect(this.ingress.reader.function);
+
+    const streams: readonly (readonly [StreamConsumer, ResolvedStreamConsumer])[] = [
+      [this.cacheInvalidator, streamConsumer(config, 'cache-invalidator')],
+      [this.outboxRelay, streamConsumer(config, 'outbox-relay')],
+    ];
+    const consumers: ControlledConsumer[] = [
+      ...config.jobTypes.map((j) => {
+        const w = this.workerQueues.get(j.name);
+        if (w === undefined) throw new Error(`no worker queue for ${j.name}`);
+        return {
+          consumer: j.consumer,
+          flagName: j.pauseFlagName,
+          eventSourceMappingId: w.eventSource.eventSourceMappingId,
+          eventSourceMappingArn: w.eventSource.eventSourceMappingArn,
+        };
+      }),
+      ...streams.map(([s, sc]) => ({
+        consumer: sc.consumer,
+        flagName: sc.pauseFlagName,
+        eventSourceMappingId: s.eventSource.eventSourceMappingId,
+        eventSourceMappingArn: s.eventSource.eventSourceMappingArn,
+      })),
+    ];
+    this.controlFlags = new ControlFlags(this, 'ControlFlags', {
+      stageName: stage,
+      degradeFlagName: config.degradeFlagName,
+      consumers,
+      reconcilerEntry: lambdaEntry('flag-reconciler'),
+    });
+    for (const fn of [
+      notification.consumer.function,
+      inventory.consumer.function,
+      this.outboxRelay.consumer.function,
+      this.ingress.ingress.function,
+    ]) {
+      this.controlFlags.degradeFlag.grantRead(fn);
     }
-    this.workerQueues = queues;
+
+    this.observability = new Observability(this, 'Observability', {
+      stageName: stage,
+      topicName: config.stage.alarmTopic.name,
+      alarmEmails: config.stage.alarmTopic.emails,
+      jobTypes: config.jobTypes.map((j) => {
+        const w = this.workerQueues.get(j.name);
+        if (w === undefined) throw new Error(`no worker queue for ${j.name}`);
+        return {
+          jobType: j,
+          queue: w.queue,
+          deadLetterQueue: w.deadLetterQueue,
+          consumer: w.consumer.function,
+        };
+      }),
+      streamConsumers: streams.map(([s, sc]) => ({
+        streamConsumer: sc,
+        consumer: s.consumer.function,
+        failureQueue: s.failureQueue,
+      })),
+      reconciler: this.controlFlags.reconciler.function,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.ingress.api.apiEndpoint });
   }
 }

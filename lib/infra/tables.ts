@@ -16,9 +16,11 @@ export const TABLE_KEYS = {
   idempotency: { partitionKey: 'id', ttl: 'expiration' },
   locks: { partitionKey: 'resource', ttl: 'expiresAtEpoch' },
   dedup: { partitionKey: 'dedupKey', ttl: 'expiration' },
+  /** Stock per SKU; writes carry the lock's fencing token (L3). */
+  inventory: { partitionKey: 'sku' },
 } as const;
 
-/** Orders (source of truth, streamed), idempotency records, lease locks, producer dedup records. */
+/** Orders (source of truth, streamed), idempotency records, lease locks, producer dedup records, inventory. */
 export class Tables extends Construct {
   /** Orders: the source of truth; its stream drives the cache invalidator and the outbox relay. */
   public readonly orders: dynamodb.Table;
@@ -28,6 +30,8 @@ export class Tables extends Construct {
   public readonly locks: dynamodb.Table;
   /** Producer-side dedup records for standard queues (Q1). */
   public readonly dedup: dynamodb.Table;
+  /** Stock per SKU, protected by lease locks with fencing. */
+  public readonly inventory: dynamodb.Table;
 
   public constructor(scope: Construct, id: string, props: TablesProps) {
     super(scope, id);
@@ -57,6 +61,11 @@ export class Tables extends Construct {
       tableName: name('dedup'),
       partitionKey: { name: TABLE_KEYS.dedup.partitionKey, type: s },
       timeToLiveAttribute: TABLE_KEYS.dedup.ttl,
+    });
+    this.inventory = new dynamodb.Table(this, 'Inventory', {
+      ...TABLE_DEFAULTS,
+      tableName: name('inventory'),
+      partitionKey: { name: TABLE_KEYS.inventory.partitionKey, type: s },
     });
   }
 }

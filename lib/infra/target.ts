@@ -20,13 +20,21 @@ export interface TargetTraits {
    * itself; the local platform plays the Lambda service and polls instead.
    */
   readonly eventSourcesEnabled: boolean;
+  /**
+   * ElastiCache is created only on AWS: moto does not emulate it (its CloudFormation skips the
+   * resource). Locally the functions reach a real Redis through REDIS_URL, an endpoint variable
+   * like AWS_ENDPOINT_URL.
+   */
+  readonly managedCache: boolean;
 }
 
 /** Reads the target from CDK context; anything but the two known values is an error. */
 export function targetTraits(scope: Construct): TargetTraits {
   const raw: unknown = scope.node.tryGetContext(TARGET_CONTEXT_KEY) ?? 'aws';
   if (raw !== 'aws' && raw !== 'emulator') {
-    throw new Error(`CDK context ${TARGET_CONTEXT_KEY} must be "aws" or "emulator", got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `CDK context ${TARGET_CONTEXT_KEY} must be "aws" or "emulator", got ${JSON.stringify(raw)}`,
+    );
   }
-  return { target: raw, eventSourcesEnabled: raw === 'aws' };
+  return { target: raw, eventSourcesEnabled: raw === 'aws', managedCache: raw === 'aws' };
 }

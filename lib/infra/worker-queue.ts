@@ -1,26 +1,54 @@
-/** A job type's queue and its dead-letter queue, with values derived from the pipeline config. */
+/** A job type's queue, dead-letter queue and consumer, with values derived from the pipeline config. */
 import { Duration, Validations } from 'aws-cdk-lib';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { ResolvedJobType } from '../config';
+import { VISIBILITY_TIMEOUT_FACTOR, type ResolvedJobType } from '../config';
 import { QUEUE_DEFAULTS } from './defaults';
+import { TenangFunction } from './tenang-function';
+import { environmentProblems, validateProps } from './validation';
 
 /** Props of WorkerQueue. */
 export interface WorkerQueueProps {
   /** The job type, validated and resolved by loadPipelineConfig. */
   readonly jobType: ResolvedJobType;
+  /** The consumer's handler entry file. */
+  readonly entry: string;
+  /** The consumer's variables besides QUEUE_URL, DLQ_URL and the Powertools ones. @default {} */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Whether the event source mapping starts enabled. The flag reconciler owns it afterwards.
+   * @default true
+   */
+  readonly eventSourceEnabled?: boolean;
 }
 
-/** Queue + DLQ + redrive for one job type (D2, R3). */
+/** Queue + DLQ + redrive + consumer function + SQS event source for one job type (D2, D3, R3, B2). */
 export class WorkerQueue extends Construct {
   /** The source queue the consumer reads. */
   public readonly queue: sqs.Queue;
   /** Where messages land after maxReceiveCount receives or a permanent error. */
   public readonly deadLetterQueue: sqs.Queue;
+  /** The consumer. */
+  public readonly consumer: TenangFunction;
+  /** The SQS event source mapping; the flag reconciler toggles it. */
+  public readonly eventSource: sources.SqsEventSource;
 
   public constructor(scope: Construct, id: string, props: WorkerQueueProps) {
     super(scope, id);
     const { jobType } = props;
+    validateProps('WorkerQueue', props, [
+      (p) =>
+        p.jobType.visibilityTimeoutSeconds >= VISIBILITY_TIMEOUT_FACTOR * p.jobType.function.timeoutSeconds
+          ? undefined
+          : `visibility timeout ${p.jobType.visibilityTimeoutSeconds} s is below ${VISIBILITY_TIMEOUT_FACTOR} × the function timeout; resolve the job type with loadPipelineConfig`,
+      (p) => environmentProblems(p.environment),
+      (p) =>
+        ['QUEUE_URL', 'DLQ_URL'].some((k) => k in (p.environment ?? {}))
+          ? 'QUEUE_URL and DLQ_URL are set by WorkerQueue itself'
+          : undefined,
+    ]);
     const fifo = jobType.queue.kind === 'fifo';
 
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
@@ -44,5 +72,35 @@ export class WorkerQueue extends Construct {
       retentionPeriod: Duration.seconds(jobType.queue.retentionSeconds),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: jobType.maxReceiveCount },
     });
+
+    this.consumer = new TenangFunction(this, 'Consumer', {
+      serviceName: jobType.consumer,
+      entry: props.entry,
+      timeoutSeconds: jobType.function.timeoutSeconds,
+      memoryMb: jobType.function.memoryMb,
+      environment: {
+        ...props.environment,
+        QUEUE_URL: this.queue.queueUrl,
+        DLQ_URL: this.deadLetterQueue.queueUrl,
+      },
+      noAsyncDlqReason:
+        'Invoked synchronously by an SQS event source mapping: failed messages return to the queue and reach its DLQ.',
+    });
+    Validations.of(this).acknowledge({
+      id: 'Serverless-LambdaEventSourceMappingDestination',
+      reason:
+        'SQS event source mappings support no on-failure destination: the queue redrive policy sends failures to the DLQ.',
+    });
+    const fn: lambda.IFunction = this.consumer.function;
+    this.eventSource = new sources.SqsEventSource(this.queue, {
+      batchSize: jobType.batch.size,
+      maxBatchingWindow: fifo ? undefined : Duration.seconds(jobType.batch.windowSeconds),
+      maxConcurrency: jobType.batch.maxConcurrency,
+      reportBatchItemFailures: true,
+      enabled: props.eventSourceEnabled ?? true,
+    });
+    fn.addEventSource(this.eventSource);
+    // Permanent errors go to the DLQ at once, with their error class (R1, X2).
+    this.deadLetterQueue.grantSendMessages(fn);
   }
 }

@@ -1,0 +1,3 @@
+/** inventory-consumer: implemented by the Runtime issue; until then it refuses every invocation loudly. */
+export const handler = (): Promise<never> =>
+  Promise.reject(new Error('inventory-consumer is not implemented yet (Runtime issue)'));

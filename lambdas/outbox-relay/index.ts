@@ -1,0 +1,3 @@
+/** outbox-relay: implemented by the Runtime issue; until then it refuses every invocation loudly. */
+export const handler = (): Promise<never> =>
+  Promise.reject(new Error('outbox-relay is not implemented yet (Runtime issue)'));

@@ -1,0 +1,37 @@
+/**
+ * Names of the custom metrics the functions emit (EMF through Powertools Metrics) and the
+ * alarms read. One list, so a renamed metric cannot silently leave an alarm on no data.
+ */
+
+/** CloudWatch namespace of every custom metric. */
+export const METRICS_NAMESPACE = 'tenang';
+
+/** Dimension that identifies the consumer (equals POWERTOOLS_SERVICE_NAME of its function). */
+export const SERVICE_DIMENSION = 'service';
+
+/** Dimension the flag reconciler uses for per-consumer flag metrics. */
+export const CONSUMER_DIMENSION = 'consumer';
+
+/** Metric names. */
+export const METRIC = {
+  /** A job finished its effect. */
+  jobSucceeded: 'JobSucceeded',
+  /** A transient failure: the message will be retried after a backoff. */
+  jobRetried: 'JobRetried',
+  /** A permanent failure: the message went to the DLQ at once. */
+  jobFailedPermanently: 'JobFailedPermanently',
+  /** A duplicate that found its transition done and made no side effect. */
+  duplicateIgnored: 'DuplicateIgnored',
+  /** Enqueue → start of processing, milliseconds. */
+  queueLatency: 'QueueLatencyMs',
+  /** A lease lock was busy. */
+  lockContention: 'LockContention',
+  cacheHit: 'CacheHit',
+  cacheMiss: 'CacheMiss',
+  /** 1 while a consumer's pause flag says paused (flag reconciler). */
+  paused: 'Paused',
+  /** 1 while a pause is past its expiry. */
+  pauseOverdue: 'PauseOverdue',
+  /** 1 while a flag's stored value cannot be read. */
+  flagInvalid: 'FlagInvalid',
+} as const;

@@ -1,0 +1,449 @@
+/**
+ * Alarms and dashboards (O1, O3, O4). Thresholds come from the pipeline config; every alarm's
+ * description names its runbook file; all actions go to one encrypted SNS topic.
+ *
+ * Per consumer a composite alarm carries the page. Its actions are suppressed while the
+ * consumer is deliberately paused (its Paused metric is 1), because a backlog is then expected;
+ * a pause that outlives its expiry alarms by itself, and DLQ or on-failure depth alarms are
+ * never suppressed: a message there needs a person whether or not the consumer is paused.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import {
+  CONSUMER_DIMENSION,
+  METRIC,
+  METRICS_NAMESPACE,
+  SERVICE_DIMENSION,
+  type DerivedAlarmSettings,
+  type ResolvedJobType,
+  type ResolvedStreamConsumer,
+} from '../config';
+import { validateProps } from './validation';
+
+/** Runbook files (runbooks/<name>.md) that alarms name, besides each consumer's own. */
+export const RUNBOOK = {
+  backlog: 'backlog',
+  dlq: 'dlq-not-empty',
+  retryStorm: 'retry-storm',
+  pauseOverdue: 'pause-overdue',
+  streamFailures: 'stream-failures',
+  flagReconciler: 'flag-reconciler',
+} as const;
+
+/** The description line that names a runbook. */
+export function runbookLine(runbook: string): string {
+  return `Runbook: runbooks/${runbook}.md`;
+}
+
+/** What one monitored job type brings. */
+export interface MonitoredJobType {
+  readonly jobType: ResolvedJobType;
+  readonly queue: sqs.IQueue;
+  readonly deadLetterQueue: sqs.IQueue;
+  readonly consumer: lambda.IFunction;
+}
+
+/** What one monitored stream consumer brings. */
+export interface MonitoredStreamConsumer {
+  readonly streamConsumer: ResolvedStreamConsumer;
+  readonly consumer: lambda.IFunction;
+  readonly failureQueue: sqs.IQueue;
+}
+
+/** Props of Observability. */
+export interface ObservabilityProps {
+  readonly stageName: string;
+  /** SNS topic name for every alarm action. */
+  readonly topicName: string;
+  /** @default [] */
+  readonly alarmEmails?: readonly string[];
+  readonly jobTypes: readonly MonitoredJobType[];
+  readonly streamConsumers: readonly MonitoredStreamConsumer[];
+  /** The flag reconciler, whose failures leave pauses unenforced. */
+  readonly reconciler: lambda.IFunction;
+  /** Retries as a percentage of attempts that page. @default 10 */
+  readonly retryRatePercent?: number;
+}
+
+/** The alarms of one consumer. */
+export interface ConsumerAlarms {
+  /** Pages; suppressed while the consumer is deliberately paused. */
+  readonly composite: cloudwatch.CompositeAlarm;
+  /** Children of the composite (no actions of their own). */
+  readonly children: readonly cloudwatch.Alarm[];
+  /** Never suppressed: DLQ / on-failure depth, pause overdue. */
+  readonly direct: readonly cloudwatch.Alarm[];
+  /** Paused ≥ 1: the composite's actions suppressor. */
+  readonly paused: cloudwatch.Alarm;
+}
+
+/** The topic, every alarm and a dashboard per consumer. */
+export class Observability extends Construct {
+  /** All alarm actions go here. */
+  public readonly topic: sns.Topic;
+  /** Alarms keyed by consumer name. */
+  public readonly alarms: ReadonlyMap<string, ConsumerAlarms>;
+  /** Dashboards keyed by consumer name. */
+  public readonly dashboards: ReadonlyMap<string, cloudwatch.Dashboard>;
+
+  private readonly action: actions.SnsAction;
+  private readonly prefix: string;
+
+  public constructor(scope: Construct, id: string, props: ObservabilityProps) {
+    super(scope, id);
+    validateProps('Observability', props, [
+      (p) => {
+        const rate = p.retryRatePercent ?? 10;
+        return rate > 0 && rate <= 100 ? undefined : 'retryRatePercent must be in (0, 100]';
+      },
+      (p) => (p.jobTypes.length > 0 ? undefined : 'at least one job type is monitored'),
+    ]);
+    this.prefix = `tenang-${props.stageName}`;
+
+    // CloudWatch can publish to an encrypted topic only with a customer-managed key it may use.
+    const key = new kms.Key(this, 'TopicKey', {
+      description: 'Encrypts the tenang alarm topic',
+      enableKeyRotation: true,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    this.topic = new sns.Topic(this, 'AlarmTopic', {
+      topicName: props.topicName,
+      masterKey: key,
+      enforceSSL: true,
+    });
+    for (const email of props.alarmEmails ?? [])
+      this.topic.addSubscription(new subs.EmailSubscription(email));
+    this.action = new actions.SnsAction(this.topic);
+
+    const alarms = new Map<string, ConsumerAlarms>();
+    const dashboards = new Map<string, cloudwatch.Dashboard>();
+    for (const m of props.jobTypes) {
+      alarms.set(m.jobType.consumer, this.jobTypeAlarms(m, props.retryRatePercent ?? 10));
+      dashboards.set(m.jobType.consumer, this.jobTypeDashboard(m));
+    }
+    for (const m of props.streamConsumers) {
+      alarms.set(m.streamConsumer.consumer, this.streamAlarms(m));
+      dashboards.set(m.streamConsumer.consumer, this.streamDashboard(m));
+    }
+    this.alarms = alarms;
+    this.dashboards = dashboards;
+
+    this.alarm('flag-reconciler-errors', {
+      metric: props.reconciler.metricErrors({ period: Duration.minutes(5) }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: 'The flag reconciler failed: pause flags may not be enforced on event source mappings.',
+      runbook: RUNBOOK.flagReconciler,
+      direct: true,
+    });
+  }
+
+  private alarm(
+    name: string,
+    opts: {
+      metric: cloudwatch.IMetric;
+      threshold: number;
+      evaluationPeriods: number;
+      datapointsToAlarm?: number;
+      description: string;
+      runbook: string;
+      direct: boolean;
+    },
+  ): cloudwatch.Alarm {
+    const alarm = new cloudwatch.Alarm(this, `Alarm-${name}`, {
+      alarmName: `${this.prefix}-${name}`,
+      alarmDescription: `${opts.description} ${runbookLine(opts.runbook)}`,
+      metric: opts.metric,
+      threshold: opts.threshold,
+      evaluationPeriods: opts.evaluationPeriods,
+      datapointsToAlarm: opts.datapointsToAlarm ?? opts.evaluationPeriods,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    if (opts.direct) {
+      alarm.addAlarmAction(this.action);
+      alarm.addOkAction(this.action);
+    }
+    return alarm;
+  }
+
+  private customMetric(
+    name: string,
+    dimension: Record<string, string>,
+    statistic: string,
+  ): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      dimensionsMap: dimension,
+      statistic,
+      period: Duration.minutes(1),
+    });
+  }
+
+  private pauseAlarms(consumer: string): { paused: cloudwatch.Alarm; overdue: cloudwatch.Alarm } {
+    const dims = { [CONSUMER_DIMENSION]: consumer };
+    const paused = this.alarm(`${consumer}-paused`, {
+      metric: this.customMetric(METRIC.paused, dims, 'Maximum'),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `${consumer} is deliberately paused (its backlog alarms are suppressed meanwhile).`,
+      runbook: RUNBOOK.pauseOverdue,
+      direct: false,
+    });
+    const overdue = this.alarm(`${consumer}-pause-overdue`, {
+      metric: this.customMetric(METRIC.pauseOverdue, dims, 'Maximum'),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `${consumer} is still paused after its pause expired: resume it or extend the pause with a reason.`,
+      runbook: RUNBOOK.pauseOverdue,
+      direct: true,
+    });
+    return { paused, overdue };
+  }
+
+  private composite(
+    consumer: string,
+    runbook: string,
+    children: readonly cloudwatch.Alarm[],
+    paused: cloudwatch.Alarm,
+    settings: DerivedAlarmSettings,
+  ): cloudwatch.CompositeAlarm {
+    const composite = new cloudwatch.CompositeAlarm(this, `Composite-${consumer}`, {
+      compositeAlarmName: `${this.prefix}-${consumer}`,
+      alarmDescription: `${consumer} is unhealthy (backlog, retries, errors or throttles). ${runbookLine(runbook)}`,
+      alarmRule: cloudwatch.AlarmRule.anyOf(...children),
+      actionsSuppressor: paused,
+      // A resumed consumer drains its backlog first: keep quiet for a few periods after a pause.
+      actionsSuppressorExtensionPeriod: Duration.seconds(settings.periodSeconds * 5),
+      actionsSuppressorWaitPeriod: Duration.seconds(settings.periodSeconds),
+    });
+    composite.addAlarmAction(this.action);
+    composite.addOkAction(this.action);
+    return composite;
+  }
+
+  private jobTypeAlarms(m: MonitoredJobType, retryRatePercent: number): ConsumerAlarms {
+    const { jobType: j } = m;
+    const s = j.alarms;
+    const period = Duration.seconds(s.periodSeconds);
+    const service = { [SERVICE_DIMENSION]: j.consumer };
+    const oldest = this.alarm(`${j.consumer}-oldest-age`, {
+      metric: m.queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+      threshold: s.ageThresholdSeconds,
+      evaluationPeriods: s.evaluationPeriods,
+      datapointsToAlarm: s.datapointsToAlarm,
+      description: `The oldest ${j.name} job is older than its ${j.latencyObjectiveSeconds} s objective.`,
+      runbook: RUNBOOK.backlog,
+      direct: false,
+    });
+    const retryRate = this.alarm(`${j.consumer}-retry-rate`, {
+      metric: new cloudwatch.MathExpression({
+        expression: '100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])',
+        usingMetrics: {
+          r: this.customMetric(METRIC.jobRetried, service, 'Sum'),
+          s: this.customMetric(METRIC.jobSucceeded, service, 'Sum'),
+          p: this.customMetric(METRIC.jobFailedPermanently, service, 'Sum'),
+        },
+        period,
+        label: `${j.name} retry rate (%)`,
+      }),
+      threshold: retryRatePercent,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      description: `More than ${retryRatePercent}% of ${j.name} attempts are retries: a dependency is failing or a retry storm is building.`,
+      runbook: RUNBOOK.retryStorm,
+      direct: false,
+    });
+    const errors = this.alarm(`${j.consumer}-errors`, {
+      metric: m.consumer.metricErrors({ period }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `${j.consumer} failed as a whole (a bug or a timeout, not a job error).`,
+      runbook: j.runbook,
+      direct: false,
+    });
+    const throttles = this.alarm(`${j.consumer}-throttles`, {
+      metric: m.consumer.metricThrottles({ period }),
+      threshold: 1,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 2,
+      description: `${j.consumer} is throttled: account concurrency is exhausted.`,
+      runbook: j.runbook,
+      direct: false,
+    });
+    const dlq = this.alarm(`${j.consumer}-dlq`, {
+      metric: m.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `The ${j.name} DLQ holds messages.`,
+      runbook: RUNBOOK.dlq,
+      direct: true,
+    });
+    const { paused, overdue } = this.pauseAlarms(j.consumer);
+    const children = [oldest, retryRate, errors, throttles];
+    return {
+      composite: this.composite(j.consumer, j.runbook, children, paused, s),
+      children,
+      direct: [dlq, overdue],
+      paused,
+    };
+  }
+
+  private streamAlarms(m: MonitoredStreamConsumer): ConsumerAlarms {
+    const { streamConsumer: c } = m;
+    const s = c.alarms;
+    const period = Duration.seconds(s.periodSeconds);
+    const iteratorAge = this.alarm(`${c.consumer}-iterator-age`, {
+      metric: m.consumer.metric('IteratorAge', { period, statistic: 'Maximum' }),
+      threshold: s.ageThresholdSeconds * 1000,
+      evaluationPeriods: s.evaluationPeriods,
+      datapointsToAlarm: s.datapointsToAlarm,
+      description: `${c.consumer} is more than ${c.latencyObjectiveSeconds} s behind the orders stream.`,
+      runbook: c.runbook,
+      direct: false,
+    });
+    const errors = this.alarm(`${c.consumer}-errors`, {
+      metric: m.consumer.metricErrors({ period }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `${c.consumer} failed as a whole (a bug or a timeout).`,
+      runbook: c.runbook,
+      direct: false,
+    });
+    const failures = this.alarm(`${c.consumer}-failures`, {
+      metric: m.failureQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `Stream records of ${c.consumer} exhausted their retries or aged out.`,
+      runbook: RUNBOOK.streamFailures,
+      direct: true,
+    });
+    const { paused, overdue } = this.pauseAlarms(c.consumer);
+    const children = [iteratorAge, errors];
+    return {
+      composite: this.composite(c.consumer, c.runbook, children, paused, s),
+      children,
+      direct: [failures, overdue],
+      paused,
+    };
+  }
+
+  private jobTypeDashboard(m: MonitoredJobType): cloudwatch.Dashboard {
+    const { jobType: j } = m;
+    const period = Duration.minutes(1);
+    const service = { [SERVICE_DIMENSION]: j.consumer };
+    const dashboard = new cloudwatch.Dashboard(this, `Dashboard-${j.consumer}`, {
+      dashboardName: `${this.prefix}-${j.consumer}`,
+    });
+    dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown: `# ${j.name}\nOwner: ${j.owner} · criticality: ${j.criticality} · objective: ${j.latencyObjectiveSeconds} s · ${runbookLine(j.runbook)}\n\nPausing costs: ${j.pauseCost}`,
+        width: 24,
+        height: 2,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Queue depth',
+        left: [
+          m.queue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+          m.queue.metricApproximateNumberOfMessagesNotVisible({ period, statistic: 'Maximum' }),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Oldest message age (s)',
+        left: [m.queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' })],
+        leftAnnotations: [{ value: j.alarms.ageThresholdSeconds, label: 'objective' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'DLQ depth',
+        left: [m.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' })],
+        width: 8,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Outcomes',
+        left: [
+          this.customMetric(METRIC.jobSucceeded, service, 'Sum'),
+          this.customMetric(METRIC.jobRetried, service, 'Sum'),
+          this.customMetric(METRIC.jobFailedPermanently, service, 'Sum'),
+          this.customMetric(METRIC.duplicateIgnored, service, 'Sum'),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Consumer',
+        left: [m.consumer.metricErrors({ period }), m.consumer.metricThrottles({ period })],
+        right: [m.consumer.metricDuration({ period, statistic: 'p99' })],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Paused / overdue',
+        left: [
+          this.customMetric(METRIC.paused, { [CONSUMER_DIMENSION]: j.consumer }, 'Maximum'),
+          this.customMetric(METRIC.pauseOverdue, { [CONSUMER_DIMENSION]: j.consumer }, 'Maximum'),
+        ],
+        width: 8,
+      }),
+    );
+    return dashboard;
+  }
+
+  private streamDashboard(m: MonitoredStreamConsumer): cloudwatch.Dashboard {
+    const { streamConsumer: c } = m;
+    const period = Duration.minutes(1);
+    const dashboard = new cloudwatch.Dashboard(this, `Dashboard-${c.consumer}`, {
+      dashboardName: `${this.prefix}-${c.consumer}`,
+    });
+    dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown: `# ${c.consumer}\nOwner: ${c.owner} · objective: ${c.latencyObjectiveSeconds} s behind the stream · ${runbookLine(c.runbook)}\n\nPausing costs: ${c.pauseCost}`,
+        width: 24,
+        height: 2,
+      }),
+    );
+    dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Iterator age (ms)',
+        left: [m.consumer.metric('IteratorAge', { period, statistic: 'Maximum' })],
+        leftAnnotations: [{ value: c.alarms.ageThresholdSeconds * 1000, label: 'objective' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Errors / on-failure depth',
+        left: [
+          m.consumer.metricErrors({ period }),
+          m.failureQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' }),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Paused / overdue',
+        left: [
+          this.customMetric(METRIC.paused, { [CONSUMER_DIMENSION]: c.consumer }, 'Maximum'),
+          this.customMetric(METRIC.pauseOverdue, { [CONSUMER_DIMENSION]: c.consumer }, 'Maximum'),
+        ],
+        width: 8,
+      }),
+    );
+    return dashboard;
+  }
+}
