@@ -12,6 +12,14 @@ export const SERVICE_DIMENSION = 'service';
 /** Dimension the flag reconciler uses for per-consumer flag metrics. */
 export const CONSUMER_DIMENSION = 'consumer';
 
+/** Service name of the flag reconciler; Powertools adds it as the `service` dimension. */
+export const RECONCILER_SERVICE = 'flag-reconciler';
+
+/** Dimensions of the reconciler's per-consumer metrics (Paused, PauseOverdue, FlagInvalid). */
+export function flagMetricDimensions(consumer: string): Record<string, string> {
+  return { [SERVICE_DIMENSION]: RECONCILER_SERVICE, [CONSUMER_DIMENSION]: consumer };
+}
+
 /** Metric names. */
 export const METRIC = {
   /** A job finished its effect. */

@@ -9,6 +9,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as ssm from 'aws-cdk-lib/aws-ssm';
 import { Construct } from 'constructs';
+import { RECONCILER_SERVICE } from '../config/metrics';
 import { NOT_DEGRADED, NOT_PAUSED } from '../core/flags';
 import { TenangFunction } from './tenang-function';
 import { validateProps } from './validation';
@@ -80,7 +81,7 @@ export class ControlFlags extends Construct {
 
     const mappings = Object.fromEntries(props.consumers.map((c) => [c.consumer, c.eventSourceMappingId]));
     this.reconciler = new TenangFunction(this, 'Reconciler', {
-      serviceName: 'flag-reconciler',
+      serviceName: RECONCILER_SERVICE,
       entry: props.reconcilerEntry,
       timeoutSeconds: 30,
       memoryMb: 256,

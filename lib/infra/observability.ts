@@ -18,10 +18,10 @@ import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
-  CONSUMER_DIMENSION,
   METRIC,
   METRICS_NAMESPACE,
   SERVICE_DIMENSION,
+  flagMetricDimensions,
   type DerivedAlarmSettings,
   type ResolvedJobType,
   type ResolvedStreamConsumer,
@@ -196,7 +196,7 @@ export class Observability extends Construct {
   }
 
   private pauseAlarms(consumer: string): { paused: cloudwatch.Alarm; overdue: cloudwatch.Alarm } {
-    const dims = { [CONSUMER_DIMENSION]: consumer };
+    const dims = flagMetricDimensions(consumer);
     const paused = this.alarm(`${consumer}-paused`, {
       metric: this.customMetric(METRIC.paused, dims, 'Maximum'),
       threshold: 1,
@@ -398,8 +398,8 @@ export class Observability extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Paused / overdue',
         left: [
-          this.customMetric(METRIC.paused, { [CONSUMER_DIMENSION]: j.consumer }, 'Maximum'),
-          this.customMetric(METRIC.pauseOverdue, { [CONSUMER_DIMENSION]: j.consumer }, 'Maximum'),
+          this.customMetric(METRIC.paused, flagMetricDimensions(j.consumer), 'Maximum'),
+          this.customMetric(METRIC.pauseOverdue, flagMetricDimensions(j.consumer), 'Maximum'),
         ],
         width: 8,
       }),
@@ -438,8 +438,8 @@ export class Observability extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Paused / overdue',
         left: [
-          this.customMetric(METRIC.paused, { [CONSUMER_DIMENSION]: c.consumer }, 'Maximum'),
-          this.customMetric(METRIC.pauseOverdue, { [CONSUMER_DIMENSION]: c.consumer }, 'Maximum'),
+          this.customMetric(METRIC.paused, flagMetricDimensions(c.consumer), 'Maximum'),
+          this.customMetric(METRIC.pauseOverdue, flagMetricDimensions(c.consumer), 'Maximum'),
         ],
         width: 8,
       }),
