@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.venv/', 'reports/', 'bench/out/', 'coverage/'] },
+  { ignores: ['node_modules/', 'cdk.out/', '.tenang/', '.venv/', 'reports/', 'bench/out/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -28,6 +28,11 @@ export default tseslint.config(
       'no-restricted-globals': ['error', { name: 'process', message: 'lib/core reads no environment.' }],
     },
   },
-  { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly' } } },
+  {
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
+    languageOptions: {
+      globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly' },
+    },
+  },
   prettier,
 );

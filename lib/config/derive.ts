@@ -49,7 +49,10 @@ export function jobTypeSlug(name: string): string {
 }
 
 /** Visibility timeout for a queue whose consumer has this timeout and batching window (D2). */
-export function deriveVisibilityTimeoutSeconds(functionTimeoutSeconds: number, windowSeconds: number): number {
+export function deriveVisibilityTimeoutSeconds(
+  functionTimeoutSeconds: number,
+  windowSeconds: number,
+): number {
   return VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + windowSeconds;
 }
 
@@ -110,7 +113,10 @@ export function resolveJobType(stage: Stage, job: JobType): ResolvedJobType {
     ...job,
     queueName: `${base}${suffix}`,
     dlqName: `${base}-dlq${suffix}`,
-    visibilityTimeoutSeconds: deriveVisibilityTimeoutSeconds(job.function.timeoutSeconds, job.batch.windowSeconds),
+    visibilityTimeoutSeconds: deriveVisibilityTimeoutSeconds(
+      job.function.timeoutSeconds,
+      job.batch.windowSeconds,
+    ),
     dlqRetentionSeconds: DLQ_RETENTION_SECONDS,
     maxAttempts: job.maxReceiveCount,
     worstCaseSecondsToDlq: deriveWorstCaseSecondsToDlq(job),

@@ -59,7 +59,9 @@ function checkJobType(at: string, job: JobType): string[] {
       problems.push(`${at}.queue.groupBy: only FIFO queues have message groups`);
     }
     if (job.batch.size > AWS_LIMITS.sqsBatchSizeWithoutWindow.max && job.batch.windowSeconds < 1) {
-      problems.push(`${at}.batch.windowSeconds: a batch size above 10 needs a batching window of at least 1 s`);
+      problems.push(
+        `${at}.batch.windowSeconds: a batch size above 10 needs a batching window of at least 1 s`,
+      );
     }
   }
   const visibility = deriveVisibilityTimeoutSeconds(job.function.timeoutSeconds, job.batch.windowSeconds);

@@ -12,7 +12,10 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       region,
       alarmTopic: { name: `tenang-${stageName}-alarms` },
       // Replace with the real providers' endpoints before deploying to an account.
-      providers: { paymentUrl: 'https://payments.example.com', messagingUrl: 'https://messaging.example.com' },
+      providers: {
+        paymentUrl: 'https://payments.example.com',
+        messagingUrl: 'https://messaging.example.com',
+      },
       cache: {
         ttlSeconds: 300,
         ttlJitterRatio: 0.2,

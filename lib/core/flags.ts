@@ -45,7 +45,8 @@ export interface PauseState {
  * flowing) but is reported so the reconciler can alarm on it.
  */
 export function readPauseFlag(raw: string | undefined, now: Date): PauseState {
-  if (raw === undefined) return { paused: false, reason: undefined, until: undefined, overdue: false, invalid: undefined };
+  if (raw === undefined)
+    return { paused: false, reason: undefined, until: undefined, overdue: false, invalid: undefined };
   let json: unknown;
   try {
     json = JSON.parse(raw);

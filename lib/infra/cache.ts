@@ -7,7 +7,6 @@
  * Authentication is IAM (short-lived SigV4 tokens, `elasticache:Connect`): no password exists,
  * so none can leak into a log or an environment variable.
  */
-import { Stack } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elasticache from 'aws-cdk-lib/aws-elasticache';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -152,14 +151,10 @@ export class Cache extends Construct {
   public grantConnect(grantee: iam.IGrantable): iam.Grant {
     if (this.serverlessCache === undefined || this.user === undefined)
       return iam.Grant.drop(grantee, "connect to the emulator target's Redis");
-    const stack = Stack.of(this);
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ['elasticache:Connect'],
-      resourceArns: [
-        this.serverlessCache.attrArn,
-        stack.formatArn({ service: 'elasticache', resource: 'user', resourceName: this.user.userId }),
-      ],
+      resourceArns: [this.serverlessCache.attrArn, this.user.attrArn],
     });
   }
 }

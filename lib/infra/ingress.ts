@@ -81,7 +81,19 @@ export class Ingress extends Construct {
       throttle: { rateLimit: props.rateLimit ?? 100, burstLimit: props.burstLimit ?? 200 },
       accessLogSettings: {
         destination: new apigw.LogGroupLogDestination(accessLogs),
-        format: AccessLogFormat.jsonWithStandardFields(),
+        // HTTP API context variables (the REST API's standard fields use other names).
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTime',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            protocol: '$context.protocol',
+            responseLength: '$context.responseLength',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
       },
     });
 

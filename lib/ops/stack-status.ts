@@ -74,11 +74,15 @@ export async function readStackStatus(clients: StackStatusClients, stackName: st
     resources
       .filter((r) => r.type === 'AWS::DynamoDB::Table')
       .map(async (r): Promise<TableStatus> => {
-        const { Table: t } = await clients.dynamodb.send(new DescribeTableCommand({ TableName: r.physicalId }));
+        const { Table: t } = await clients.dynamodb.send(
+          new DescribeTableCommand({ TableName: r.physicalId }),
+        );
         return {
           table: r.physicalId,
           status: t?.TableStatus ?? 'UNKNOWN',
-          stream: t?.StreamSpecification?.StreamEnabled ? (t.StreamSpecification.StreamViewType ?? 'on') : '-',
+          stream: t?.StreamSpecification?.StreamEnabled
+            ? (t.StreamSpecification.StreamViewType ?? 'on')
+            : '-',
           items: t?.ItemCount ?? 0,
         };
       }),

@@ -7,7 +7,11 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { buildApp } from '../../lib/infra/app';
 
-function synthesize(context: Record<string, string> = {}): { outdir: string; template: Template; stackName: string } {
+function synthesize(context: Record<string, string> = {}): {
+  outdir: string;
+  template: Template;
+  stackName: string;
+} {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-'));
   const app = new App({ outdir, context });
   const { stack } = buildApp(app, 'eu-west-1');
@@ -24,7 +28,9 @@ describe('Function: buildApp', () => {
     const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8')) as {
       pluginReports: { pluginName: string; violations: { ruleName: string }[] }[];
     };
-    expect(report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName}: ${v.ruleName}`))).toEqual([]);
+    expect(
+      report.pluginReports.flatMap((r) => r.violations.map((v) => `${r.pluginName}: ${v.ruleName}`)),
+    ).toEqual([]);
   });
 
   it('when a construct breaks a rule of either pack, synthesis fails naming the rule', () => {
@@ -49,7 +55,8 @@ describe('Function: buildApp', () => {
     const templatePath = path.join(outdir, `${stackName}.template.json`);
 
     // Act
-    const run = (): string => execFileSync('cfn-lint', ['--format', 'parseable', templatePath], { encoding: 'utf8' });
+    const run = (): string =>
+      execFileSync('cfn-lint', ['--format', 'parseable', templatePath], { encoding: 'utf8' });
 
     // Assess
     expect(run).not.toThrow();
@@ -63,13 +70,13 @@ describe('Function: buildApp', () => {
     expect(act).toThrow(/tenang:target must be "aws" or "emulator"/);
   });
 
-  it('when synthesized, it creates one queue and one DLQ per job type, and the four tables', () => {
+  it('when synthesized, it creates a queue and a DLQ per job type, an on-failure queue per stream consumer, and the five tables', () => {
     // Act
     const { template } = synthesize();
 
     // Assess
-    template.resourceCountIs('AWS::SQS::Queue', 6);
-    template.resourceCountIs('AWS::DynamoDB::Table', 4);
+    template.resourceCountIs('AWS::SQS::Queue', 3 * 2 + 2);
+    template.resourceCountIs('AWS::DynamoDB::Table', 5);
     template.hasResourceProperties('AWS::SQS::Queue', {
       QueueName: 'tenang-dev-payment-capture.fifo',
       FifoQueue: true,

@@ -10,7 +10,10 @@ export interface DeployedResource {
 }
 
 /** Lists every resource of a stack. */
-export async function listStackResources(cfn: CloudFormationClient, stackName: string): Promise<DeployedResource[]> {
+export async function listStackResources(
+  cfn: CloudFormationClient,
+  stackName: string,
+): Promise<DeployedResource[]> {
   const resources: DeployedResource[] = [];
   for await (const page of paginateListStackResources({ client: cfn }, { StackName: stackName })) {
     for (const r of page.StackResourceSummaries ?? []) {

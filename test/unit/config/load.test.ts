@@ -177,7 +177,7 @@ describe('Function: loadPipelineConfig', () => {
           jobTypes: [jobTypeInput({ name: `very.${'long'.repeat(14)}` })],
         }),
         path: 'jobTypes',
-        says: 'longer than SQS\'s 80 characters',
+        says: "longer than SQS's 80 characters",
       },
       {
         case: 'the region is not an AWS region',
