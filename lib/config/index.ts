@@ -5,3 +5,4 @@ export * from './errors';
 export * from './load';
 export { referencePipeline } from './pipeline';
 export * from './metrics';
+export * from './tables';

@@ -28,6 +28,10 @@ export const METRIC = {
   jobRetried: 'JobRetried',
   /** A permanent failure: the message went to the DLQ at once. */
   jobFailedPermanently: 'JobFailedPermanently',
+  /** An unexpected error (a bug): fails loudly. */
+  jobBug: 'JobFailedBug',
+  /** A job deferred (busy lock, degrade mode) without counting as an attempt. */
+  jobDeferred: 'JobDeferred',
   /** A duplicate that found its transition done and made no side effect. */
   duplicateIgnored: 'DuplicateIgnored',
   /** Enqueue → start of processing, milliseconds. */

@@ -1,24 +1,16 @@
 /** The pipeline's DynamoDB tables. */
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
+import { TABLE_KEYS } from '../config/tables';
 import { TABLE_DEFAULTS } from './defaults';
+
+export { TABLE_KEYS };
 
 /** Props of Tables. */
 export interface TablesProps {
   /** Stage name, part of every table name. */
   readonly stageName: string;
 }
-
-/** Key and TTL attribute names the runtime shares with the infrastructure. */
-export const TABLE_KEYS = {
-  orders: { partitionKey: 'orderId' },
-  /** Powertools idempotency's default layout. */
-  idempotency: { partitionKey: 'id', ttl: 'expiration' },
-  locks: { partitionKey: 'resource', ttl: 'expiresAtEpoch' },
-  dedup: { partitionKey: 'dedupKey', ttl: 'expiration' },
-  /** Stock per SKU; writes carry the lock's fencing token (L3). */
-  inventory: { partitionKey: 'sku' },
-} as const;
 
 /** Orders (source of truth, streamed), idempotency records, lease locks, producer dedup records, inventory. */
 export class Tables extends Construct {

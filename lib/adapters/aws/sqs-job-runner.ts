@@ -1,0 +1,271 @@
+/**
+ * Runs an SQS batch through a job handler with Powertools batch processing and tenang's failure
+ * policy (D3, R1–R3, R6, X1, X2):
+ * - every record is parsed into a job envelope; bad input is a permanent error;
+ * - a permanent error (or the last allowed attempt) sends the message to the DLQ at once with
+ *   its error class, message, attempt count and failure times, and the record counts as handled
+ *   so the event source mapping deletes it;
+ * - a transient error sets the message's visibility to a full-jitter backoff and reports the
+ *   record as a batch item failure: only that record returns (FIFO: its group only);
+ * - a deferral (busy lock, degrade mode) re-sends the message with a delay instead of failing
+ *   it, so waiting never pushes a job towards the DLQ.
+ */
+import {
+  BatchProcessor,
+  EventType,
+  processPartialResponse,
+  SqsFifoPartialProcessorAsync,
+} from '@aws-lambda-powertools/batch';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import {
+  ChangeMessageVisibilityCommand,
+  SendMessageCommand,
+  type MessageAttributeValue,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { METRIC, type ResolvedJobType } from '../../config';
+import { decideRetry, type Random } from '../../core/backoff';
+import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../core/envelope';
+import { classifyError, errorClassName, type ErrorClass } from '../../core/errors';
+
+/** What a job handler reports. */
+export type JobOutcome =
+  | { readonly kind: 'done' }
+  | { readonly kind: 'duplicate_ignored' }
+  | { readonly kind: 'deferred'; readonly delaySeconds: number; readonly reason: string };
+
+/** Per-record context given to a job handler. */
+export interface JobContext {
+  /** 1-based attempt (the message's receive count). */
+  readonly attempt: number;
+  readonly messageId: string;
+  /** A logger whose every line carries the correlation id and idempotency key (O2). */
+  readonly logger: Logger;
+  /** The Lambda context (Powertools idempotency registers it for its in-progress expiry). */
+  readonly lambdaContext: Context;
+}
+
+/** A job type's handler. */
+export type JobHandler<T extends JobTypeName> = (job: JobEnvelope<T>, ctx: JobContext) => Promise<JobOutcome>;
+
+/** Message attributes carried by a dead-lettered message (R3). */
+export const DLQ_ATTRIBUTE = {
+  errorClass: 'tenang-error-class',
+  errorKind: 'tenang-error-kind',
+  errorMessage: 'tenang-error-message',
+  attempts: 'tenang-attempts',
+  firstFailureAt: 'tenang-first-failure-at',
+  lastFailureAt: 'tenang-last-failure-at',
+  jobType: 'tenang-job-type',
+  correlationId: 'tenang-correlation-id',
+  sourceMessageId: 'tenang-source-message-id',
+} as const;
+
+/** Attribute counting how often a message was deferred. */
+export const DEFERRALS_ATTRIBUTE = 'tenang-deferrals';
+
+/** SQS allows at most 15 minutes of message delay. */
+const MAX_DELAY_SECONDS = 900;
+const MAX_ERROR_MESSAGE = 256;
+
+/** Options of createSqsJobRunner. */
+export interface SqsJobRunnerOptions<T extends JobTypeName> {
+  readonly jobType: ResolvedJobType;
+  readonly expectedType: T;
+  readonly queueUrl: string;
+  readonly dlqUrl: string;
+  readonly sqs: SQSClient;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly handle: JobHandler<T>;
+  /** @default Math.random */
+  readonly random?: Random;
+  /** @default () => new Date() */
+  readonly now?: () => Date;
+}
+
+/** Raised to report a record as a batch item failure after its visibility was set. */
+export class RetryLaterError extends Error {
+  public constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RetryLaterError';
+  }
+}
+
+function str(value: string): MessageAttributeValue {
+  return { DataType: 'String', StringValue: value };
+}
+
+/** Builds the batch handler for one job type's queue. */
+export function createSqsJobRunner<T extends JobTypeName>(
+  opts: SqsJobRunnerOptions<T>,
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+  const fifo = opts.jobType.queue.kind === 'fifo';
+  const random = opts.random ?? Math.random;
+  const now = opts.now ?? ((): Date => new Date());
+
+  async function deadLetter(
+    record: SQSRecord,
+    error: unknown,
+    errorKind: ErrorClass,
+    attempt: number,
+    job: JobEnvelope<T> | undefined,
+  ): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    const attributes: Record<string, MessageAttributeValue> = {
+      [DLQ_ATTRIBUTE.errorClass]: str(errorClassName(error)),
+      [DLQ_ATTRIBUTE.errorKind]: str(errorKind),
+      [DLQ_ATTRIBUTE.errorMessage]: str(message.slice(0, MAX_ERROR_MESSAGE) || '(no message)'),
+      [DLQ_ATTRIBUTE.attempts]: { DataType: 'Number', StringValue: String(attempt) },
+      [DLQ_ATTRIBUTE.firstFailureAt]: str(
+        new Date(Number(record.attributes.ApproximateFirstReceiveTimestamp)).toISOString(),
+      ),
+      [DLQ_ATTRIBUTE.lastFailureAt]: str(now().toISOString()),
+      [DLQ_ATTRIBUTE.jobType]: str(opts.jobType.name),
+      [DLQ_ATTRIBUTE.sourceMessageId]: str(record.messageId),
+    };
+    if (job !== undefined) attributes[DLQ_ATTRIBUTE.correlationId] = str(job.correlationId);
+    await opts.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: opts.dlqUrl,
+        MessageBody: record.body,
+        MessageAttributes: attributes,
+        // FIFO: keep the group; the source message id dedups a repeated dead-lettering.
+        MessageGroupId: fifo ? record.attributes.MessageGroupId : undefined,
+        MessageDeduplicationId: fifo ? record.messageId : undefined,
+      }),
+    );
+  }
+
+  async function defer(record: SQSRecord, delaySeconds: number): Promise<void> {
+    const delay = Math.max(0, Math.min(MAX_DELAY_SECONDS, Math.round(delaySeconds)));
+    if (fifo) {
+      // FIFO queues have no per-message delay: hold this message (and its group) instead.
+      await opts.sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: opts.queueUrl,
+          ReceiptHandle: record.receiptHandle,
+          VisibilityTimeout: delay,
+        }),
+      );
+      throw new RetryLaterError(`deferred for ${delay} s`);
+    }
+    const deferrals = Number(record.messageAttributes[DEFERRALS_ATTRIBUTE]?.stringValue ?? '0') + 1;
+    const carried: Record<string, MessageAttributeValue> = {};
+    for (const [name, value] of Object.entries(record.messageAttributes)) {
+      if (value.stringValue !== undefined)
+        carried[name] = { DataType: value.dataType, StringValue: value.stringValue };
+    }
+    await opts.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: opts.queueUrl,
+        MessageBody: record.body,
+        DelaySeconds: delay,
+        MessageAttributes: {
+          ...carried,
+          [DEFERRALS_ATTRIBUTE]: { DataType: 'Number', StringValue: String(deferrals) },
+        },
+      }),
+    );
+  }
+
+  async function retryLater(record: SQSRecord, attempt: number, error: unknown): Promise<never> {
+    const decision = decideRetry(opts.jobType.retry, opts.jobType.maxAttempts, attempt, random);
+    if (decision.action === 'retry') {
+      try {
+        await opts.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: opts.queueUrl,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: decision.delaySeconds,
+          }),
+        );
+      } catch (visibilityError) {
+        // The message still returns, after the full visibility timeout.
+        opts.logger.warn('could not set the retry delay', { error: visibilityError as Error });
+      }
+    }
+    throw new RetryLaterError(`attempt ${attempt} failed; retrying`, { cause: error });
+  }
+
+  async function processRecord(record: SQSRecord, context: Context): Promise<void> {
+    const attempt = Number(record.attributes.ApproximateReceiveCount);
+    let job: JobEnvelope<T> | undefined;
+    let logger = opts.logger.createChild({ persistentKeys: { messageId: record.messageId, attempt } });
+    try {
+      job = parseEnvelope(record.body, opts.expectedType);
+      logger = logger.createChild({
+        persistentKeys: { correlationId: job.correlationId, idempotencyKey: job.idempotencyKey },
+      });
+      opts.metrics.addMetric(
+        METRIC.queueLatency,
+        MetricUnit.Milliseconds,
+        Math.max(0, now().getTime() - Date.parse(job.enqueuedAt)),
+      );
+      const outcome = await opts.handle(job, {
+        attempt,
+        messageId: record.messageId,
+        logger,
+        lambdaContext: context,
+      });
+      if (outcome.kind === 'done') {
+        opts.metrics.addMetric(METRIC.jobSucceeded, MetricUnit.Count, 1);
+        logger.info('job done');
+      } else if (outcome.kind === 'duplicate_ignored') {
+        opts.metrics.addMetric(METRIC.duplicateIgnored, MetricUnit.Count, 1);
+        logger.info('duplicate_ignored: the transition was already done; no side effect');
+      } else {
+        opts.metrics.addMetric(METRIC.jobDeferred, MetricUnit.Count, 1);
+        logger.info('job deferred', { delaySeconds: outcome.delaySeconds, reason: outcome.reason });
+        await defer(record, outcome.delaySeconds);
+      }
+    } catch (error) {
+      if (error instanceof RetryLaterError) throw error;
+      const kind = classifyError(error);
+      if (kind === 'permanent' || (kind === 'transient' && attempt >= opts.jobType.maxAttempts)) {
+        logger.error('job failed; sent to the DLQ', {
+          errorClass: errorClassName(error),
+          error: error as Error,
+        });
+        opts.metrics.addMetric(METRIC.jobFailedPermanently, MetricUnit.Count, 1);
+        await deadLetter(record, error, kind, attempt, job);
+        return;
+      }
+      if (kind === 'bug') {
+        // A bug is not retried faster: it fails loudly and returns after the visibility timeout.
+        logger.error('job failed with an unexpected error (bug)', { error: error as Error });
+        opts.metrics.addMetric(METRIC.jobBug, MetricUnit.Count, 1);
+        if (attempt >= opts.jobType.maxAttempts) {
+          await deadLetter(record, error, kind, attempt, job);
+          return;
+        }
+        throw error;
+      }
+      logger.warn('job failed transiently; retrying with backoff', { errorClass: errorClassName(error) });
+      opts.metrics.addMetric(METRIC.jobRetried, MetricUnit.Count, 1);
+      await retryLater(record, attempt, error);
+    }
+  }
+
+  return async (event, context) => {
+    try {
+      if (fifo) {
+        const processor = new SqsFifoPartialProcessorAsync();
+        return await processPartialResponse(event, (r: SQSRecord) => processRecord(r, context), processor, {
+          context,
+          skipGroupOnError: true,
+          throwOnFullBatchFailure: false,
+        });
+      }
+      const processor = new BatchProcessor(EventType.SQS);
+      return await processPartialResponse(event, (r: SQSRecord) => processRecord(r, context), processor, {
+        context,
+        throwOnFullBatchFailure: false,
+      });
+    } finally {
+      opts.metrics.publishStoredMetrics();
+    }
+  };
+}

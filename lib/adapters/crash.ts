@@ -1,0 +1,35 @@
+/**
+ * Crash injection at named points (I4, the chaos suite). A crash kills the process the way a
+ * real crash would: no finally block, no Powertools cleanup, no ack. Inactive unless the
+ * TENANG_CRASH_POINTS variable names the point, which only the local platform and tests set.
+ */
+
+/** Named points where a job can be made to crash. */
+export type CrashPoint = 'before-side-effect' | 'after-side-effect' | 'after-commit' | 'during-invalidation';
+
+/** A crash hook; the core calls it at each point. */
+export type CrashHook = (point: CrashPoint) => void;
+
+/** Never crashes (production). */
+export const noCrash: CrashHook = () => undefined;
+
+/** Crashes at the points listed (comma-separated) in `spec`, e.g. "after-side-effect". */
+export function crashHookFrom(spec: string | undefined, kill: () => void = killNow): CrashHook {
+  const points = new Set(
+    (spec ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
+  );
+  if (points.size === 0) return noCrash;
+  return (point) => {
+    if (points.has(point)) {
+      process.stderr.write(`[tenang] injected crash at ${point}\n`);
+      kill();
+    }
+  };
+}
+
+function killNow(): void {
+  process.kill(process.pid, 'SIGKILL');
+}

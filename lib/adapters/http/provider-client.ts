@@ -1,0 +1,56 @@
+/**
+ * JSON-over-HTTP calls to an external provider (payment, messaging). Every call carries the
+ * job's idempotency key (I3) and an explicit timeout shorter than the function's (D4); failures
+ * become domain errors: 408/429/5xx, timeouts and network errors are transient, other 4xx
+ * permanent.
+ */
+import { classifyHttpStatus, PermanentError, TransientError } from '../../core/errors';
+
+/** The provider answered 408, 429 or 5xx, timed out, or could not be reached. */
+export class ProviderUnavailableError extends TransientError {}
+
+/** The provider refused the request (4xx): retrying cannot help. */
+export class ProviderRejectedError extends PermanentError {}
+
+/** Options of one call. */
+export interface ProviderCallOptions {
+  readonly idempotencyKey: string;
+  readonly timeoutMs: number;
+  readonly correlationId?: string;
+}
+
+/** POSTs `body` as JSON and returns the parsed JSON answer. */
+export async function postJson<T>(url: string, body: unknown, opts: ProviderCallOptions): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'idempotency-key': opts.idempotencyKey,
+        ...(opts.correlationId === undefined ? {} : { 'x-correlation-id': opts.correlationId }),
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(opts.timeoutMs),
+    });
+  } catch (cause) {
+    const name = cause instanceof Error ? cause.name : 'Error';
+    throw new ProviderUnavailableError(
+      `${url}: ${name === 'TimeoutError' ? `no answer within ${opts.timeoutMs} ms` : name}`,
+      {
+        cause,
+      },
+    );
+  }
+  const text = await response.text();
+  if (!response.ok) {
+    const detail = `${url}: HTTP ${response.status} ${text.slice(0, 200)}`;
+    if (classifyHttpStatus(response.status) === 'transient') throw new ProviderUnavailableError(detail);
+    throw new ProviderRejectedError(detail);
+  }
+  try {
+    return JSON.parse(text) as T;
+  } catch (cause) {
+    throw new ProviderUnavailableError(`${url}: answer is not JSON`, { cause });
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The job envelope every queued message carries, and the payload of each job type.
+ * A message that does not parse is a permanent error (bad input never improves by retrying).
+ */
+import { z } from 'zod';
+import { ValidationError } from './errors';
+
+/** Envelope versions this code understands; a newer producer's message is refused, not guessed at. */
+export const ENVELOPE_VERSION = 1;
+
+/** Largest payload accepted, in bytes of JSON (SQS allows 1 MiB per message; jobs stay small). */
+export const MAX_PAYLOAD_BYTES = 64 * 1024;
+
+const id = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'only letters, digits and . _ : -');
+
+/** payment.capture: capture an order's payment exactly once. */
+export const PaymentCapturePayload = z.object({
+  orderId: id,
+  paymentId: id,
+  amountMinor: z.number().int().positive().max(100_000_000),
+  currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code'),
+});
+export type PaymentCapturePayload = z.infer<typeof PaymentCapturePayload>;
+
+/** notification.send: tell the customer about an order. */
+export const NotificationSendPayload = z.object({
+  orderId: id,
+  template: z.enum(['order-paid', 'order-shipped', 'payment-failed']),
+  recipient: z.email(),
+  /** The order version that triggered it; dedup is per (order, template). */
+  orderVersion: z.number().int().nonnegative(),
+});
+export type NotificationSendPayload = z.infer<typeof NotificationSendPayload>;
+
+/** inventory.reserve: reserve stock for an order line. */
+export const InventoryReservePayload = z.object({
+  orderId: id,
+  sku: id,
+  quantity: z.number().int().positive().max(10_000),
+});
+export type InventoryReservePayload = z.infer<typeof InventoryReservePayload>;
+
+/** Payload schema per job type. */
+export const PAYLOADS = {
+  'payment.capture': PaymentCapturePayload,
+  'notification.send': NotificationSendPayload,
+  'inventory.reserve': InventoryReservePayload,
+} as const;
+/** A job type this code knows. */
+export type JobTypeName = keyof typeof PAYLOADS;
+/** The payload of a job type. */
+export type PayloadOf<T extends JobTypeName> = z.infer<(typeof PAYLOADS)[T]>;
+
+const EnvelopeSchema = z.object({
+  type: z.enum(Object.keys(PAYLOADS) as [JobTypeName, ...JobTypeName[]]),
+  version: z.number().int().min(1),
+  idempotencyKey: z.string().min(1).max(256),
+  correlationId: z.string().min(1).max(128),
+  payload: z.unknown(),
+  enqueuedAt: z.iso.datetime({ offset: true }),
+});
+
+/** A parsed, validated job. */
+export interface JobEnvelope<T extends JobTypeName = JobTypeName> {
+  readonly type: T;
+  readonly version: number;
+  readonly idempotencyKey: string;
+  readonly correlationId: string;
+  readonly payload: PayloadOf<T>;
+  readonly enqueuedAt: string;
+}
+
+function issues(error: z.ZodError, prefix = ''): string[] {
+  return error.issues.map(
+    (i) => `${[prefix, ...i.path.map(String)].filter(Boolean).join('.') || 'message'}: ${i.message}`,
+  );
+}
+
+/**
+ * Parses a message body into an envelope of the expected job type.
+ * @throws ValidationError (permanent) for invalid JSON, a wrong schema, an unknown or
+ * unexpected type, a future version or an oversize payload.
+ */
+export function parseEnvelope<T extends JobTypeName>(body: string, expectedType: T): JobEnvelope<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (cause) {
+    throw new ValidationError('message body is not JSON', [(cause as Error).message], { cause });
+  }
+  const envelope = EnvelopeSchema.safeParse(json);
+  if (!envelope.success) throw new ValidationError('invalid job envelope', issues(envelope.error));
+  const e = envelope.data;
+  if (e.type !== expectedType) {
+    throw new ValidationError('wrong job type for this queue', [
+      `type: expected ${expectedType}, got ${e.type}`,
+    ]);
+  }
+  if (e.version > ENVELOPE_VERSION) {
+    throw new ValidationError('envelope from a newer producer', [
+      `version: ${e.version} is newer than ${ENVELOPE_VERSION}, which this consumer understands`,
+    ]);
+  }
+  const size = Buffer.byteLength(JSON.stringify(e.payload ?? null), 'utf8');
+  if (size > MAX_PAYLOAD_BYTES) {
+    throw new ValidationError('payload too large', [`payload: ${size} bytes exceeds ${MAX_PAYLOAD_BYTES}`]);
+  }
+  const payload = PAYLOADS[expectedType].safeParse(e.payload);
+  if (!payload.success)
+    throw new ValidationError(`invalid ${expectedType} payload`, issues(payload.error, 'payload'));
+  return { ...e, type: expectedType, payload: payload.data as PayloadOf<T> };
+}
+
+/** Builds an envelope for a producer. */
+export function makeEnvelope<T extends JobTypeName>(
+  type: T,
+  payload: PayloadOf<T>,
+  opts: { idempotencyKey: string; correlationId: string; now: Date },
+): JobEnvelope<T> {
+  return {
+    type,
+    version: ENVELOPE_VERSION,
+    idempotencyKey: opts.idempotencyKey,
+    correlationId: opts.correlationId,
+    payload,
+    enqueuedAt: opts.now.toISOString(),
+  };
+}
