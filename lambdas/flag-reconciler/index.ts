@@ -8,9 +8,8 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
 import type { Context, EventBridgeEvent, ScheduledEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from '../../lib/config/zod';
 import { LambdaMappingControl } from '../../lib/adapters/aws/lambda-mappings';
 import { SsmFlagReader } from '../../lib/adapters/aws/ssm-flags';
 import { pauseFlagName } from '../../lib/config/derive';
@@ -44,21 +43,26 @@ const ReconcilerEnvSchema = z.object({
   /** Stage name; the pause flags live under /tenang/<stage>/flags/pause/. */
   TENANG_STAGE: StageSchema.shape.name,
   /** JSON object: consumer name → its event source mapping's UUID. */
-  TENANG_MAPPINGS: z
-    .string()
-    .transform((text, ctx): unknown => {
-      try {
-        return JSON.parse(text);
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object {"<consumer>": "<mapping UUID>"}' });
-        return z.NEVER;
-      }
-    })
-    .pipe(
-      z
-        .record(JobTypeSchema.shape.consumer, z.guid('must be an event source mapping UUID'))
-        .refine((mappings) => Object.keys(mappings).length > 0, 'must name at least one consumer'),
+  TENANG_MAPPINGS: z.pipe(
+    z.pipe(
+      z.string(),
+      z.transform((text: string, ctx): unknown => {
+        try {
+          return JSON.parse(text);
+        } catch {
+          ctx.issues.push({
+            code: 'custom',
+            message: 'must be a JSON object {"<consumer>": "<mapping UUID>"}',
+            input: text,
+          });
+          return z.NEVER;
+        }
+      }),
     ),
+    z
+      .record(JobTypeSchema.shape.consumer, z.guid('must be an event source mapping UUID'))
+      .check(z.refine((mappings) => Object.keys(mappings).length > 0, 'must name at least one consumer')),
+  ),
 });
 
 /** The reconciler's environment, parsed. */
@@ -196,13 +200,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 // Module scope: configuration fails at init, and clients live across invocations.
 const config = parseReconcilerEnv(process.env);
-const tracer = new Tracer({ serviceName: SERVICE_NAME });
+const ssm = new SSMClient({});
+const lambda = new LambdaClient({});
 
 /** The deployed handler. */
 export const handler = createHandler({
   config,
-  flags: new SsmFlagReader(tracer.captureAWSv3Client(new SSMClient({}))),
-  mappings: new LambdaMappingControl(tracer.captureAWSv3Client(new LambdaClient({}))),
+  flags: new SsmFlagReader(ssm),
+  mappings: new LambdaMappingControl(lambda),
   logger: new Logger({ serviceName: SERVICE_NAME }),
   metrics: new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME }),
 });

@@ -2,7 +2,7 @@
  * Function environment parsing: one zod schema per function, one error listing every missing or
  * invalid variable (STYLE.md: config fails early and completely).
  */
-import type { z } from 'zod';
+import type * as z from '../config/zod';
 import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
 
 /** A function's environment is missing or malformed. */
@@ -18,7 +18,7 @@ export class FunctionEnvError extends Error {
 }
 
 /** Parses `env` with `schema`, or throws one FunctionEnvError naming every bad variable. */
-export function parseFunctionEnv<S extends z.ZodType>(
+export function parseFunctionEnv<S extends z.ZodMiniType>(
   functionName: string,
   schema: S,
   env: NodeJS.ProcessEnv = process.env,

@@ -2,7 +2,7 @@
  * The one loader of the pipeline config: structural checks (zod) and cross-field checks run
  * over every part, and all problems are reported together in one PipelineConfigError.
  */
-import type { z } from 'zod';
+import type * as z from './zod';
 import {
   AWS_LIMITS,
   JobTypeSchema,
@@ -33,7 +33,7 @@ export interface PipelineConfig {
   readonly streamConsumers: readonly ResolvedStreamConsumer[];
 }
 
-function formatIssues(prefix: string, error: z.ZodError): string[] {
+function formatIssues(prefix: string, error: z.core.$ZodError): string[] {
   return error.issues.map((issue) => {
     const path = [prefix, ...issue.path.map(String)].filter((p) => p.length > 0).join('.');
     return `${path}: ${issue.message}`;

@@ -38,8 +38,14 @@ export const METRIC = {
   queueLatency: 'QueueLatencyMs',
   /** A lease lock was busy. */
   lockContention: 'LockContention',
+  /** How long the holder of a busy lease lock had held it, ms (L4: a stuck lock shows as a rising age). */
+  lockAge: 'LockAgeMs',
   cacheHit: 'CacheHit',
   cacheMiss: 'CacheMiss',
+  /** A read served from DynamoDB because the cache did not answer (C5). */
+  cacheBypass: 'CacheBypass',
+  /** Sheddable work refused in degrade mode (B3); never dropped silently. */
+  jobShed: 'JobShed',
   /** 1 while a consumer's pause flag says paused (flag reconciler). */
   paused: 'Paused',
   /** 1 while a pause is past its expiry. */

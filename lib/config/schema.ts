@@ -2,7 +2,7 @@
  * The declared (typed-by-a-human) part of the pipeline config, validated with zod.
  * Nothing here is derived: derived values live in derive.ts and are computed, never typed.
  */
-import { z } from 'zod';
+import * as z from './zod';
 
 /** AWS limits that the schema and the cross-field checks share. */
 export const AWS_LIMITS = {
@@ -24,6 +24,14 @@ export const AWS_LIMITS = {
 
 const kebab = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 
+/** An integer within [min, max]. */
+function intIn(min: number, max?: number): z.ZodMiniNumber<number> {
+  return max === undefined ? z.int().check(z.gte(min)) : z.int().check(z.gte(min), z.lte(max));
+}
+
+const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1));
+const kebabName = (message: string): z.ZodMiniString<string> => z.string().check(z.regex(kebab, message));
+
 /** What pausing or shedding a job type means for the business; drives flag semantics (B3). */
 export const Criticality = z.enum(['critical', 'deferrable', 'sheddable']);
 export type Criticality = z.infer<typeof Criticality>;
@@ -34,107 +42,101 @@ export type QueueKind = z.infer<typeof QueueKind>;
 /** Exponential backoff with full jitter (R2); the attempt bound is the queue's maxReceiveCount (R6). */
 export const RetryPolicySchema = z.object({
   /** First retry delay before jitter, seconds. */
-  baseDelaySeconds: z.number().int().min(1),
+  baseDelaySeconds: intIn(1),
   /** Cap on any single delay, seconds (SQS allows at most 12 hours of visibility). */
-  maxDelaySeconds: z.number().int().min(1).max(AWS_LIMITS.sqsVisibilityTimeoutSeconds.max),
+  maxDelaySeconds: intIn(1, AWS_LIMITS.sqsVisibilityTimeoutSeconds.max),
 });
 export type RetryPolicy = z.infer<typeof RetryPolicySchema>;
 
+const FunctionSchema = z.object({
+  timeoutSeconds: intIn(AWS_LIMITS.lambdaTimeoutSeconds.min, AWS_LIMITS.lambdaTimeoutSeconds.max),
+  memoryMb: intIn(AWS_LIMITS.lambdaMemoryMb.min, AWS_LIMITS.lambdaMemoryMb.max),
+});
+
 export const JobTypeSchema = z.object({
   /** Job type name as it appears in the envelope, e.g. `payment.capture`. */
-  name: z.string().regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture'),
+  name: z
+    .string()
+    .check(z.regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture')),
   /** The consumer function's logical name; the pause flag and the ESM are keyed on it. */
-  consumer: z.string().regex(kebab, 'must be kebab-case'),
+  consumer: kebabName('must be kebab-case'),
   queue: z.object({
     kind: QueueKind,
     /** FIFO only: the envelope payload field whose value is the MessageGroupId. */
-    groupBy: z.string().min(1).optional(),
+    groupBy: z.optional(nonEmpty()),
     /** @default 345600 (4 days, the SQS default) */
-    retentionSeconds: z
-      .number()
-      .int()
-      .min(AWS_LIMITS.sqsRetentionSeconds.min)
-      .max(AWS_LIMITS.sqsRetentionSeconds.max)
-      .default(345_600),
+    retentionSeconds: z._default(
+      intIn(AWS_LIMITS.sqsRetentionSeconds.min, AWS_LIMITS.sqsRetentionSeconds.max),
+      345_600,
+    ),
   }),
-  function: z.object({
-    timeoutSeconds: z
-      .number()
-      .int()
-      .min(AWS_LIMITS.lambdaTimeoutSeconds.min)
-      .max(AWS_LIMITS.lambdaTimeoutSeconds.max),
-    memoryMb: z.number().int().min(AWS_LIMITS.lambdaMemoryMb.min).max(AWS_LIMITS.lambdaMemoryMb.max),
-  }),
+  function: FunctionSchema,
   batch: z.object({
-    size: z.number().int().min(1).max(AWS_LIMITS.sqsStandardBatchSize.max),
+    size: intIn(1, AWS_LIMITS.sqsStandardBatchSize.max),
     /** @default 0 */
-    windowSeconds: z.number().int().min(0).max(AWS_LIMITS.sqsBatchingWindowSeconds.max).default(0),
+    windowSeconds: z._default(intIn(0, AWS_LIMITS.sqsBatchingWindowSeconds.max), 0),
     /** ESM maximum concurrency (B2). */
-    maxConcurrency: z
-      .number()
-      .int()
-      .min(AWS_LIMITS.esmMaximumConcurrency.min)
-      .max(AWS_LIMITS.esmMaximumConcurrency.max),
+    maxConcurrency: intIn(AWS_LIMITS.esmMaximumConcurrency.min, AWS_LIMITS.esmMaximumConcurrency.max),
   }),
   /** Receives before SQS redrives to the DLQ; this is also the total attempt bound (R6). */
-  maxReceiveCount: z.number().int().min(2, 'must allow at least one retry').max(50),
+  maxReceiveCount: z.int().check(z.gte(2, 'must allow at least one retry'), z.lte(50)),
   retry: RetryPolicySchema,
   criticality: Criticality,
   /** How old the oldest waiting job may get before the business notices, seconds. */
-  latencyObjectiveSeconds: z.number().int().min(1),
-  owner: z.string().min(1),
-  dependencies: z.array(z.string().min(1)),
+  latencyObjectiveSeconds: intIn(1),
+  owner: nonEmpty(),
+  dependencies: z.array(nonEmpty()),
   idempotent: z.boolean(),
   /** What pausing this consumer costs the business, in words an on-call engineer can act on. */
-  pauseCost: z.string().min(1),
+  pauseCost: nonEmpty(),
   /** Needed to recover from incidents: `tenang pause` refuses it without --force. @default false */
-  neededForRecovery: z.boolean().default(false),
+  neededForRecovery: z._default(z.boolean(), false),
   /** Runbook file name under runbooks/, without `.md`. */
-  runbook: z.string().regex(kebab, 'must be a kebab-case file name under runbooks/ without .md'),
+  runbook: kebabName('must be a kebab-case file name under runbooks/ without .md'),
 });
 export type JobTypeInput = z.input<typeof JobTypeSchema>;
 export type JobType = z.output<typeof JobTypeSchema>;
 
 /** A DynamoDB stream consumer (cache invalidator, outbox relay). */
 export const StreamConsumerSchema = z.object({
-  consumer: z.string().regex(kebab, 'must be kebab-case'),
-  function: JobTypeSchema.shape.function,
-  batchSize: z.number().int().min(AWS_LIMITS.streamBatchSize.min).max(AWS_LIMITS.streamBatchSize.max),
-  retryAttempts: z
-    .number()
-    .int()
-    .min(AWS_LIMITS.streamRetryAttempts.min)
-    .max(AWS_LIMITS.streamRetryAttempts.max),
-  maxRecordAgeSeconds: z
-    .number()
-    .int()
-    .min(AWS_LIMITS.streamMaxRecordAgeSeconds.min)
-    .max(AWS_LIMITS.streamMaxRecordAgeSeconds.max),
+  consumer: kebabName('must be kebab-case'),
+  function: FunctionSchema,
+  batchSize: intIn(AWS_LIMITS.streamBatchSize.min, AWS_LIMITS.streamBatchSize.max),
+  retryAttempts: intIn(AWS_LIMITS.streamRetryAttempts.min, AWS_LIMITS.streamRetryAttempts.max),
+  maxRecordAgeSeconds: intIn(
+    AWS_LIMITS.streamMaxRecordAgeSeconds.min,
+    AWS_LIMITS.streamMaxRecordAgeSeconds.max,
+  ),
   /** How far behind the stream this consumer may fall, seconds (iterator age alarm). */
-  latencyObjectiveSeconds: z.number().int().min(1),
-  owner: z.string().min(1),
-  pauseCost: z.string().min(1),
+  latencyObjectiveSeconds: intIn(1),
+  owner: nonEmpty(),
+  pauseCost: nonEmpty(),
   /** @default false */
-  neededForRecovery: z.boolean().default(false),
-  runbook: z.string().regex(kebab, 'must be a kebab-case file name under runbooks/ without .md'),
+  neededForRecovery: z._default(z.boolean(), false),
+  runbook: kebabName('must be a kebab-case file name under runbooks/ without .md'),
 });
 export type StreamConsumerInput = z.input<typeof StreamConsumerSchema>;
 export type StreamConsumer = z.output<typeof StreamConsumerSchema>;
 
-export const StageSchema = z.object({
-  /** Stage name, part of every resource name and SSM path. */
-  name: z
-    .string()
-    .regex(
+/** A stage name: part of every resource name and SSM path. */
+export const StageNameSchema = z
+  .string()
+  .check(
+    z.regex(
       /^[a-z](?:[a-z0-9-]{0,14}[a-z0-9])?$/,
       'must be lowercase letters, digits or "-", at most 16, not ending in "-"',
     ),
-  region: z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'must be an AWS region such as eu-west-1'),
+  );
+
+export const StageSchema = z.object({
+  /** Stage name, part of every resource name and SSM path. */
+  name: StageNameSchema,
+  region: z.string().check(z.regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'must be an AWS region such as eu-west-1')),
   alarmTopic: z.object({
     /** SNS topic name for every alarm action. */
-    name: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/),
+    name: z.string().check(z.regex(/^[A-Za-z0-9_-]{1,256}$/)),
     /** Optional e-mail subscriptions. @default [] */
-    emails: z.array(z.email()).default([]),
+    emails: z._default(z.array(z.email()), []),
   }),
   /** External providers the consumers call; each call carries the idempotency key (I3). */
   providers: z.object({
@@ -143,15 +145,15 @@ export const StageSchema = z.object({
   }),
   cache: z.object({
     /** Base TTL of a cache entry, seconds. */
-    ttlSeconds: z.number().int().min(1),
+    ttlSeconds: intIn(1),
     /** Jitter as a fraction of the TTL, added at random (C1). */
-    ttlJitterRatio: z.number().min(0).max(1),
+    ttlJitterRatio: z.number().check(z.gte(0), z.lte(1)),
     /** Short Redis lock against a cross-process stampede, milliseconds (C4). */
-    loadLockMs: z.number().int().min(10).max(30_000),
+    loadLockMs: intIn(10, 30_000),
     /** Per-command Redis timeout, milliseconds (D4). */
-    commandTimeoutMs: z.number().int().min(10).max(10_000),
+    commandTimeoutMs: intIn(10, 10_000),
     /** Keys warmed before a guarded full flush (C6). @default [] */
-    hotKeys: z.array(z.string().min(1)).default([]),
+    hotKeys: z._default(z.array(nonEmpty()), []),
   }),
 });
 export type StageInput = z.input<typeof StageSchema>;

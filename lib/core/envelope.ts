@@ -2,7 +2,7 @@
  * The job envelope every queued message carries, and the payload of each job type.
  * A message that does not parse is a permanent error (bad input never improves by retrying).
  */
-import { z } from 'zod';
+import * as z from '../config/zod';
 import { ValidationError } from './errors';
 
 /** Envelope versions this code understands; a newer producer's message is refused, not guessed at. */
@@ -13,16 +13,14 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 
 const id = z
   .string()
-  .min(1)
-  .max(128)
-  .regex(/^[A-Za-z0-9._:-]+$/, 'only letters, digits and . _ : -');
+  .check(z.minLength(1), z.maxLength(128), z.regex(/^[A-Za-z0-9._:-]+$/, 'only letters, digits and . _ : -'));
 
 /** payment.capture: capture an order's payment exactly once. */
 export const PaymentCapturePayload = z.object({
   orderId: id,
   paymentId: id,
-  amountMinor: z.number().int().positive().max(100_000_000),
-  currency: z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code'),
+  amountMinor: z.int().check(z.positive(), z.lte(100_000_000)),
+  currency: z.string().check(z.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code')),
 });
 export type PaymentCapturePayload = z.infer<typeof PaymentCapturePayload>;
 
@@ -32,7 +30,7 @@ export const NotificationSendPayload = z.object({
   template: z.enum(['order-paid', 'order-shipped', 'payment-failed']),
   recipient: z.email(),
   /** The order version that triggered it; dedup is per (order, template). */
-  orderVersion: z.number().int().nonnegative(),
+  orderVersion: z.int().check(z.nonnegative()),
 });
 export type NotificationSendPayload = z.infer<typeof NotificationSendPayload>;
 
@@ -40,7 +38,7 @@ export type NotificationSendPayload = z.infer<typeof NotificationSendPayload>;
 export const InventoryReservePayload = z.object({
   orderId: id,
   sku: id,
-  quantity: z.number().int().positive().max(10_000),
+  quantity: z.int().check(z.positive(), z.lte(10_000)),
 });
 export type InventoryReservePayload = z.infer<typeof InventoryReservePayload>;
 
@@ -57,9 +55,9 @@ export type PayloadOf<T extends JobTypeName> = z.infer<(typeof PAYLOADS)[T]>;
 
 const EnvelopeSchema = z.object({
   type: z.enum(Object.keys(PAYLOADS) as [JobTypeName, ...JobTypeName[]]),
-  version: z.number().int().min(1),
-  idempotencyKey: z.string().min(1).max(256),
-  correlationId: z.string().min(1).max(128),
+  version: z.int().check(z.gte(1)),
+  idempotencyKey: z.string().check(z.minLength(1), z.maxLength(256)),
+  correlationId: z.string().check(z.minLength(1), z.maxLength(128)),
   payload: z.unknown(),
   enqueuedAt: z.iso.datetime({ offset: true }),
 });
@@ -74,7 +72,7 @@ export interface JobEnvelope<T extends JobTypeName = JobTypeName> {
   readonly enqueuedAt: string;
 }
 
-function issues(error: z.ZodError, prefix = ''): string[] {
+function issues(error: z.core.$ZodError, prefix = ''): string[] {
   return error.issues.map(
     (i) => `${[prefix, ...i.path.map(String)].filter(Boolean).join('.') || 'message'}: ${i.message}`,
   );
@@ -105,7 +103,15 @@ export function parseEnvelope<T extends JobTypeName>(body: string, expectedType:
       `version: ${e.version} is newer than ${ENVELOPE_VERSION}, which this consumer understands`,
     ]);
   }
-  const size = Buffer.byteLength(JSON.stringify(e.payload ?? null), 'utf8');
+  let size: number;
+  try {
+    size = Buffer.byteLength(JSON.stringify(e.payload ?? null), 'utf8');
+  } catch (cause) {
+    // A payload nested a few thousand levels deep overflows the stack: bad input, not a bug.
+    throw new ValidationError('payload cannot be measured', [`payload: ${(cause as Error).message}`], {
+      cause,
+    });
+  }
   if (size > MAX_PAYLOAD_BYTES) {
     throw new ValidationError('payload too large', [`payload: ${size} bytes exceeds ${MAX_PAYLOAD_BYTES}`]);
   }

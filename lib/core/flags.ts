@@ -2,25 +2,25 @@
  * Pause and degrade flags (B3, B4, X4). The SSM parameter is the desired state; the event
  * source mapping is the actual state; a reconciler converges them.
  */
-import { z } from 'zod';
+import * as z from '../config/zod';
 
 /** The JSON value of `/tenang/<stage>/flags/pause/<consumer>`. */
 export const PauseFlagSchema = z.object({
   paused: z.boolean(),
   /** Why the consumer is paused; required when paused. */
-  reason: z.string().min(1).optional(),
+  reason: z.optional(z.string().check(z.minLength(1))),
   /** ISO-8601 instant after which the pause is overdue (it alarms; it does not resume by itself). */
-  until: z.iso.datetime({ offset: true }).optional(),
+  until: z.optional(z.iso.datetime({ offset: true })),
   /** Who set the flag (CLI user, automation). */
-  setBy: z.string().optional(),
+  setBy: z.optional(z.string()),
 });
 export type PauseFlag = z.infer<typeof PauseFlagSchema>;
 
 /** The JSON value of `/tenang/<stage>/flags/degrade`. */
 export const DegradeFlagSchema = z.object({
   degraded: z.boolean(),
-  reason: z.string().min(1).optional(),
-  setBy: z.string().optional(),
+  reason: z.optional(z.string().check(z.minLength(1))),
+  setBy: z.optional(z.string()),
 });
 export type DegradeFlag = z.infer<typeof DegradeFlagSchema>;
 

@@ -117,9 +117,12 @@ export class PipelineStack extends Stack {
         NOTIFICATION_QUEUE_URL: notification.queue.queueUrl,
         INVENTORY_QUEUE_URL: inventory.queue.queueUrl,
         DEGRADE_FLAG: config.degradeFlagName,
+        DEDUP_TABLE: t.dedup.tableName,
       },
       eventSourceEnabled: enabled,
     });
+    // Producer-side dedup of follow-up jobs: a stream retry never enqueues twice (Q1).
+    t.dedup.grantReadWriteData(this.outboxRelay.consumer.function);
     notification.queue.grantSendMessages(this.outboxRelay.consumer.function);
     inventory.queue.grantSendMessages(this.outboxRelay.consumer.function);
 

@@ -1,0 +1,187 @@
+/**
+ * Bundle size and cold module-load time of every handler, against a bare handler that only
+ * constructs the same AWS SDK clients (the load no code of ours can avoid). Bundled with the
+ * options NodejsFunction uses (lib/infra/defaults.ts), loaded in fresh Node processes,
+ * interleaved with the baseline so machine noise hits both alike.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { BUNDLE_BANNER } from '../lib/infra/defaults';
+
+/** One handler's figures. */
+export interface BundleResult {
+  readonly handler: string;
+  readonly bytes: number;
+  readonly baselineBytes: number;
+  /** Largest contributors to the bundle, by package. */
+  readonly topPackages: readonly { readonly name: string; readonly bytes: number }[];
+  readonly sdkClients: readonly string[];
+  readonly loadMsMedian: number;
+  readonly baselineLoadMsMedian: number;
+  /** loadMsMedian / baselineLoadMsMedian (target ≤ 1.15). */
+  readonly loadRatio: number;
+}
+
+const ROOT = path.resolve(__dirname, '..');
+
+/** The esbuild options NodejsFunction uses with FUNCTION_DEFAULTS. */
+const BUNDLE_OPTIONS: BuildOptions = {
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  format: 'esm',
+  mainFields: ['module', 'main'],
+  banner: { js: BUNDLE_BANNER },
+  minify: true,
+  sourcemap: false,
+  metafile: true,
+  nodePaths: [path.join(ROOT, 'node_modules')],
+  logLevel: 'silent',
+};
+
+async function bundle(entry: string, outfile: string): Promise<Metafile> {
+  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [entry], outfile });
+  if (result.metafile === undefined) throw new Error('esbuild returned no metafile');
+  return result.metafile;
+}
+
+function packageOf(input: string): string {
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  return m?.[1] ?? '(tenang)';
+}
+
+function topPackages(meta: Metafile, limit = 6): { name: string; bytes: number }[] {
+  const byPackage = new Map<string, number>();
+  for (const output of Object.values(meta.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+      const name = packageOf(input);
+      byPackage.set(name, (byPackage.get(name) ?? 0) + bytesInOutput);
+    }
+  }
+  return [...byPackage.entries()]
+    .map(([name, bytes]) => ({ name, bytes }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, limit);
+}
+
+/** Which @aws-sdk/client-* packages (and their exported client class) a bundle includes. */
+function sdkClients(meta: Metafile): string[] {
+  const clients = new Set<string>();
+  for (const input of Object.keys(meta.inputs)) {
+    const m = /node_modules\/@aws-sdk\/(client-[a-z0-9-]+)\//.exec(input);
+    if (m?.[1] !== undefined) clients.add(m[1]);
+  }
+  return [...clients].sort();
+}
+
+function clientClassName(pkg: string): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the package is named at run time
+  const mod = require(`@aws-sdk/${pkg}`) as Record<string, unknown>;
+  const name = Object.keys(mod).find(
+    (k) => /^[A-Z][A-Za-z0-9]*Client$/.test(k) && typeof mod[k] === 'function',
+  );
+  if (name === undefined) throw new Error(`no client class in @aws-sdk/${pkg}`);
+  return name;
+}
+
+function baselineSource(clients: readonly string[]): string {
+  const lines = clients.map(
+    (pkg, i) => `import { ${clientClassName(pkg)} as C${i} } from '@aws-sdk/${pkg}';`,
+  );
+  const constructs = clients.map((_, i) => `new C${i}({});`);
+  return `${lines.join('\n')}\n${constructs.join('\n')}\nexport const handler = async () => ({});\n`;
+}
+
+function loadMs(file: string, env: NodeJS.ProcessEnv): number {
+  const script = `const t=process.hrtime.bigint();await import(${JSON.stringify(file)});process.stdout.write(String(Number(process.hrtime.bigint()-t)/1e6));`;
+  return Number(
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' }),
+  );
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** The environment a handler module needs to load (module scope parses it). */
+function handlerEnv(): NodeJS.ProcessEnv {
+  const queue = 'https://sqs.us-east-1.amazonaws.com/123456789012/q';
+  return {
+    PATH: process.env.PATH,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'bench',
+    AWS_SECRET_ACCESS_KEY: 'bench',
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    POWERTOOLS_SERVICE_NAME: 'bench',
+    POWERTOOLS_METRICS_NAMESPACE: 'tenang',
+    TENANG_STAGE: 'dev',
+    TENANG_MAPPINGS: JSON.stringify({ 'payment-consumer': '11111111-1111-1111-1111-111111111111' }),
+    ORDERS_TABLE: 'orders',
+    IDEMPOTENCY_TABLE: 'idempotency',
+    LOCKS_TABLE: 'locks',
+    DEDUP_TABLE: 'dedup',
+    INVENTORY_TABLE: 'inventory',
+    QUEUE_URL: queue,
+    DLQ_URL: `${queue}-dlq`,
+    PAYMENT_QUEUE_URL: `${queue}.fifo`,
+    NOTIFICATION_QUEUE_URL: queue,
+    INVENTORY_QUEUE_URL: queue,
+    DEGRADE_FLAG: '/tenang/dev/flags/degrade',
+    PAYMENT_PROVIDER_URL: 'http://127.0.0.1:9',
+    MESSAGING_PROVIDER_URL: 'http://127.0.0.1:9',
+    REDIS_URL: 'redis://127.0.0.1:9',
+    CACHE_NAME: 'tenang-dev',
+    CACHE_AUTH: 'none',
+  };
+}
+
+/** Measures every handler under lambdas/. */
+export async function measureBundles(opts: {
+  runs: number;
+  log: (line: string) => void;
+}): Promise<BundleResult[]> {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-bench-bundles-'));
+  const handlers = fs
+    .readdirSync(path.join(ROOT, 'lambdas'))
+    .filter((d) => fs.existsSync(path.join(ROOT, 'lambdas', d, 'index.ts')))
+    .sort();
+  const env = handlerEnv();
+  const results: BundleResult[] = [];
+  for (const handler of handlers) {
+    const file = path.join(out, `${handler}.mjs`);
+    const meta = await bundle(path.join(ROOT, 'lambdas', handler, 'index.ts'), file);
+    const clients = sdkClients(meta);
+    const baseEntry = path.join(out, `${handler}.baseline-entry.mjs`);
+    fs.writeFileSync(baseEntry, baselineSource(clients));
+    const baseFile = path.join(out, `${handler}.baseline.mjs`);
+    // Same options; nodePaths resolves the SDK from the project, not from the temp dir.
+    await build({ ...BUNDLE_OPTIONS, entryPoints: [baseEntry], outfile: baseFile });
+    const ours: number[] = [];
+    const base: number[] = [];
+    for (let i = 0; i < opts.runs; i += 1) {
+      ours.push(loadMs(file, env));
+      base.push(loadMs(baseFile, env));
+    }
+    const result: BundleResult = {
+      handler,
+      bytes: fs.statSync(file).size,
+      baselineBytes: fs.statSync(baseFile).size,
+      topPackages: topPackages(meta),
+      sdkClients: clients,
+      loadMsMedian: median(ours),
+      baselineLoadMsMedian: median(base),
+      loadRatio: median(ours) / median(base),
+    };
+    opts.log(
+      `${handler}: ${(result.bytes / 1024).toFixed(0)} KiB, load ${result.loadMsMedian.toFixed(1)} ms vs ${result.baselineLoadMsMedian.toFixed(1)} ms bare (×${result.loadRatio.toFixed(2)})`,
+    );
+    results.push(result);
+  }
+  fs.rmSync(out, { recursive: true, force: true });
+  return results;
+}

@@ -1,0 +1,12 @@
+/**
+ * The project's zod: `zod/mini` with English messages. Runtime code is bundled into every
+ * function, and zod/mini tree-shakes to ~16 KB where classic zod adds ~450 KB and tens of
+ * milliseconds to each cold start (bench/REPORT.md). Import it as `import * as z from
+ * '…/config/zod'` (a namespace import keeps tree-shaking), never from 'zod'.
+ */
+import { en } from 'zod/locales';
+import { config } from 'zod/mini';
+
+config(en());
+
+export * from 'zod/mini';
