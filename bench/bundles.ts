@@ -36,6 +36,7 @@ const BUNDLE_OPTIONS: BuildOptions = {
   mainFields: ['module', 'main'],
   banner: { js: BUNDLE_BANNER },
   minify: true,
+  keepNames: true,
   sourcemap: false,
   metafile: true,
   nodePaths: [path.join(ROOT, 'node_modules')],

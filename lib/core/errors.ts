@@ -47,11 +47,17 @@ export class TransitionAlreadyDoneError extends PermanentError {}
 /** The transition is not allowed from the entity's current state. */
 export class IllegalTransitionError extends PermanentError {}
 
+/** The entity changed between the read and the conditional write (optimistic concurrency): read again and retry. */
+export class ConcurrentUpdateError extends TransientError {}
+
 /** The circuit breaker is open: the dependency is failing, retry after it cools down (R4). */
 export class CircuitOpenError extends TransientError {}
 
 /** Degrade mode refused sheddable work at the producer (B3). */
 export class ShedError extends PermanentError {}
+
+/** The cache did not answer in time or at all: read from the source of truth instead (C5). */
+export class CacheUnavailableError extends TransientError {}
 
 /** How a consumer treats a failure. */
 export type ErrorClass = 'transient' | 'permanent' | 'bug';
@@ -64,9 +70,23 @@ export function errorClassName(error: unknown): string {
 const TRANSIENT_NAMES = new Set([
   'TimeoutError',
   'AbortError',
+  // The SDK's throttling names (@smithy/service-error-classification): several come as a 400
+  // with a client fault (SQS RequestThrottled), which the status rule below would call permanent.
   'ThrottlingException',
+  'Throttling',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
   'ProvisionedThroughputExceededException',
   'RequestLimitExceeded',
+  'LimitExceededException',
+  'TransactionInProgressException',
+  'BandwidthLimitExceeded',
+  'EC2ThrottledException',
+  'PriorRequestNotComplete',
+  'SlowDown',
+  'KmsThrottled',
   'InternalServerError',
   'ServiceUnavailable',
   'TransactionConflictException',

@@ -34,6 +34,8 @@ export const FUNCTION_DEFAULTS = {
     // No Docker on the build machines: esbuild from node_modules.
     forceDockerBundling: false,
     minify: true,
+    // Error class names go into DLQ attributes and replay filters: minification must keep them.
+    keepNames: true,
     sourceMap: true,
     sourcesContent: false,
     target: 'node22',

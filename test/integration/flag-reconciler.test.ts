@@ -3,18 +3,10 @@
  * source mappings. No message is ever sent to the queues: an enabled mapping in moto consumes
  * its queue by itself.
  */
-import { crc32 } from 'node:zlib';
-import {
-  CloudFormationClient,
-  CreateStackCommand,
-  DeleteStackCommand,
-  DescribeStacksCommand,
-} from '@aws-sdk/client-cloudformation';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import {
   CreateEventSourceMappingCommand,
-  CreateFunctionCommand,
   DeleteEventSourceMappingCommand,
-  DeleteFunctionCommand,
   GetEventSourceMappingCommand,
   LambdaClient,
 } from '@aws-sdk/client-lambda';
@@ -34,6 +26,7 @@ import { SsmFlagReader } from '../../lib/adapters/aws/ssm-flags';
 import { pauseFlagName } from '../../lib/config/derive';
 import type { ConsumerReconciliation } from '../../lib/core/reconcile';
 import { sqsClient, uniqueName } from '../helpers/aws';
+import { createMotoFunction, type MotoFunction } from '../helpers/moto-lambda';
 
 jest.setTimeout(30_000);
 
@@ -62,37 +55,6 @@ function emulatorConfig(): { endpoint: string; region: string } {
     throw new Error('AWS_ENDPOINT_URL and AWS_REGION must be set: run through the jest integration project.');
   }
   return { endpoint, region };
-}
-
-/** A zip archive holding one stored (uncompressed) file: all CreateFunction needs without Docker. */
-function zipWithOneFile(name: string, content: string): Uint8Array {
-  const fileName = Buffer.from(name);
-  const data = Buffer.from(content);
-  const crc = crc32(data);
-  const local = Buffer.alloc(30);
-  local.writeUInt32LE(0x04034b50, 0); // local file header
-  local.writeUInt16LE(20, 4); // version needed
-  local.writeUInt16LE(0x21, 12); // date 1980-01-01
-  local.writeUInt32LE(crc, 14);
-  local.writeUInt32LE(data.length, 18);
-  local.writeUInt32LE(data.length, 22);
-  local.writeUInt16LE(fileName.length, 26);
-  const central = Buffer.alloc(46);
-  central.writeUInt32LE(0x02014b50, 0); // central directory header
-  central.writeUInt16LE(20, 4);
-  central.writeUInt16LE(20, 6);
-  central.writeUInt16LE(0x21, 14);
-  central.writeUInt32LE(crc, 16);
-  central.writeUInt32LE(data.length, 20);
-  central.writeUInt32LE(data.length, 24);
-  central.writeUInt16LE(fileName.length, 28);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0); // end of central directory
-  end.writeUInt16LE(1, 8);
-  end.writeUInt16LE(1, 10);
-  end.writeUInt32LE(central.length + fileName.length, 12);
-  end.writeUInt32LE(local.length + fileName.length + data.length, 16);
-  return Buffer.concat([local, fileName, data, central, fileName, end]);
 }
 
 /** Runs `action` with `env` merged into process.env, then restores process.env. */
@@ -140,8 +102,7 @@ describe('Function: flag-reconciler handler (moto)', () => {
   let handler: ReturnType<typeof ReconcilerModule.createHandler>;
   const queueUrls: string[] = [];
   const mappingIds = new Map<Consumer, string>();
-  let functionCreated = false;
-  let stackCreated = false;
+  let motoFunction: MotoFunction | undefined;
 
   const flagOf = (consumer: Consumer): string => pauseFlagName(stage, consumer);
   const mappingOf = (consumer: Consumer): string => {
@@ -163,51 +124,7 @@ describe('Function: flag-reconciler handler (moto)', () => {
     lambda = new LambdaClient(config);
     cfn = new CloudFormationClient(config);
 
-    // moto checks that a function's role exists in IAM; the role comes from a one-resource
-    // stack because @aws-sdk/client-iam is not a dependency.
-    await cfn.send(
-      new CreateStackCommand({
-        StackName: stackName,
-        Capabilities: ['CAPABILITY_IAM'],
-        TemplateBody: JSON.stringify({
-          Resources: {
-            Role: {
-              Type: 'AWS::IAM::Role',
-              Properties: {
-                AssumeRolePolicyDocument: {
-                  Version: '2012-10-17',
-                  Statement: [
-                    {
-                      Effect: 'Allow',
-                      Principal: { Service: 'lambda.amazonaws.com' },
-                      Action: 'sts:AssumeRole',
-                    },
-                  ],
-                },
-              },
-            },
-          },
-          Outputs: { RoleArn: { Value: { 'Fn::GetAtt': ['Role', 'Arn'] } } },
-        }),
-      }),
-    );
-    stackCreated = true;
-    const stack = (await cfn.send(new DescribeStacksCommand({ StackName: stackName }))).Stacks?.[0];
-    const roleArn = stack?.Outputs?.find((o) => o.OutputKey === 'RoleArn')?.OutputValue;
-    if (stack?.StackStatus !== 'CREATE_COMPLETE' || roleArn === undefined) {
-      throw new Error(`role stack ${stackName} is ${String(stack?.StackStatus)} without a RoleArn output`);
-    }
-
-    await lambda.send(
-      new CreateFunctionCommand({
-        FunctionName: functionName,
-        Runtime: 'nodejs20.x',
-        Role: roleArn,
-        Handler: 'index.handler',
-        Code: { ZipFile: zipWithOneFile('index.js', 'exports.handler = async () => ({});\n') },
-      }),
-    );
-    functionCreated = true;
+    motoFunction = await createMotoFunction(cfn, lambda, functionName, stackName);
 
     for (const consumer of CONSUMERS) {
       const { QueueUrl } = await sqs.send(
@@ -251,10 +168,9 @@ describe('Function: flag-reconciler handler (moto)', () => {
     for (const uuid of mappingIds.values()) {
       await lambda.send(new DeleteEventSourceMappingCommand({ UUID: uuid }));
     }
-    if (functionCreated) await lambda.send(new DeleteFunctionCommand({ FunctionName: functionName }));
     for (const url of queueUrls) await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
     await ssm.send(new DeleteParametersCommand({ Names: CONSUMERS.map(flagOf) }));
-    if (stackCreated) await cfn.send(new DeleteStackCommand({ StackName: stackName }));
+    await motoFunction?.delete();
     for (const client of [sqs, ssm, lambda, cfn]) client.destroy();
   });
 

@@ -22,6 +22,7 @@ export interface ProviderCallOptions {
 /** POSTs `body` as JSON and returns the parsed JSON answer. */
 export async function postJson<T>(url: string, body: unknown, opts: ProviderCallOptions): Promise<T> {
   let response: Response;
+  let text: string;
   try {
     response = await fetch(url, {
       method: 'POST',
@@ -33,8 +34,12 @@ export async function postJson<T>(url: string, body: unknown, opts: ProviderCall
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
+    // The body arrives after the headers: a dropped connection or the timeout can strike here too.
+    text = await response.text();
   } catch (cause) {
-    const name = cause instanceof Error ? cause.name : 'Error';
+    // Read the name without `instanceof Error`: fetch's errors come from Node's own realm, which
+    // is not the caller's under Jest (the timeout would read as a bare "Error").
+    const name = String((cause as { name?: unknown } | null)?.name ?? 'Error');
     throw new ProviderUnavailableError(
       `${url}: ${name === 'TimeoutError' ? `no answer within ${opts.timeoutMs} ms` : name}`,
       {
@@ -42,7 +47,6 @@ export async function postJson<T>(url: string, body: unknown, opts: ProviderCall
       },
     );
   }
-  const text = await response.text();
   if (!response.ok) {
     const detail = `${url}: HTTP ${response.status} ${text.slice(0, 200)}`;
     if (classifyHttpStatus(response.status) === 'transient') throw new ProviderUnavailableError(detail);

@@ -1,0 +1,129 @@
+/**
+ * The local Lambda control plane for event source mappings. On AWS the flag reconciler and
+ * `tenang pause` flip a mapping's Enabled and the Lambda service polls accordingly. In moto an
+ * enabled mapping would consume its queue by itself, so mappings stay disabled there, and this
+ * small proxy in front of moto keeps each mapping's Enabled state instead: Get/Update/List of
+ * event source mappings answer with that state; every other Lambda call goes to moto unchanged.
+ * Functions and the CLI reach it through AWS_ENDPOINT_URL_LAMBDA; the local pollers read it.
+ */
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+const ESM_PATH = /^\/2015-03-31\/event-source-mappings\/?([0-9a-fA-F-]{36})?\/?(\?.*)?$/;
+
+/** A running control plane. */
+export interface LambdaControl {
+  /** Endpoint for AWS_ENDPOINT_URL_LAMBDA. */
+  readonly url: string;
+  /** A mapping's Enabled state as AWS would have it. */
+  isEnabled(uuid: string): boolean;
+  /** Sets it directly (the platform's own use). */
+  setEnabled(uuid: string, enabled: boolean): void;
+  close(): Promise<void>;
+}
+
+type Json = Record<string, unknown>;
+
+/** Starts the proxy in front of moto (`upstream`, e.g. http://localhost:5055). */
+export async function startLambdaControl(opts: {
+  readonly upstream: string;
+  /** Enabled state of a mapping nobody has set yet (AWS creates them enabled). @default true */
+  readonly initiallyEnabled?: boolean;
+}): Promise<LambdaControl> {
+  const upstream = new URL(opts.upstream);
+  const enabled = new Map<string, boolean>();
+  const stateOf = (uuid: string): boolean => enabled.get(uuid) ?? opts.initiallyEnabled ?? true;
+  const patch = (esm: Json): Json => {
+    const uuid = esm.UUID;
+    return typeof uuid === 'string' ? { ...esm, State: stateOf(uuid) ? 'Enabled' : 'Disabled' } : esm;
+  };
+
+  const forward = (
+    req: http.IncomingMessage,
+    body: Buffer,
+    path = req.url ?? '/',
+    method = req.method ?? 'GET',
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> =>
+    new Promise((resolve, reject) => {
+      const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
+      const out = http.request(
+        { hostname: upstream.hostname, port: upstream.port, path, method, headers },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks) }),
+          );
+          res.on('error', reject);
+        },
+      );
+      out.on('error', reject);
+      out.end(body);
+    });
+
+  const reply = (res: http.ServerResponse, status: number, json: unknown): void => {
+    const text = JSON.stringify(json);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async (): Promise<void> => {
+        const body = Buffer.concat(chunks);
+        const match = ESM_PATH.exec(req.url ?? '');
+        if (match === null) {
+          const r = await forward(req, body);
+          res.writeHead(r.status, r.headers);
+          res.end(r.body);
+          return;
+        }
+        const uuid = match[1];
+        if (req.method === 'PUT' && uuid !== undefined) {
+          const update = body.length > 0 ? (JSON.parse(body.toString()) as Json) : {};
+          if (typeof update.Enabled === 'boolean') enabled.set(uuid, update.Enabled);
+          const rest: Json = { ...update };
+          delete rest.Enabled;
+          const r =
+            Object.keys(rest).length > 0
+              ? await forward(req, Buffer.from(JSON.stringify(rest)))
+              : await forward(req, Buffer.alloc(0), req.url, 'GET');
+          if (r.status >= 300) {
+            res.writeHead(r.status, r.headers);
+            res.end(r.body);
+            return;
+          }
+          return reply(res, 202, patch(JSON.parse(r.body.toString()) as Json));
+        }
+        const r = await forward(req, body);
+        if (r.status >= 300 || r.body.length === 0) {
+          res.writeHead(r.status, r.headers);
+          res.end(r.body);
+          return;
+        }
+        const json = JSON.parse(r.body.toString()) as Json;
+        if (Array.isArray(json.EventSourceMappings)) {
+          return reply(res, r.status, {
+            ...json,
+            EventSourceMappings: (json.EventSourceMappings as Json[]).map(patch),
+          });
+        }
+        return reply(res, r.status, patch(json));
+      })().catch((error: unknown) => reply(res, 502, { message: `lambda control: ${String(error)}` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://localhost:${port}`,
+    isEnabled: stateOf,
+    setEnabled: (uuid, value) => enabled.set(uuid, value),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((err) => (err ? reject(err) : resolve()));
+      }),
+  };
+}

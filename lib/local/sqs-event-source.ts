@@ -1,0 +1,171 @@
+/**
+ * An SQS event source mapping, played locally the way the Lambda service plays it: pollers up to
+ * the mapping's maximum concurrency, batches up to its size within its batching window, one
+ * invocation per batch, and on return: with ReportBatchItemFailures only the reported messages
+ * stay in the queue (the rest are deleted); a failed, timed-out or crashed invocation leaves the
+ * whole batch to reappear after the visibility timeout. FIFO ordering needs nothing extra: SQS
+ * hands out no message of a group while another of that group is in flight.
+ */
+import {
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { InvokeResult } from './function-host';
+import { toSqsRecord } from './sqs-event';
+
+/** A mapping's settings, as deployed (ListEventSourceMappings). */
+export interface SqsMappingSpec {
+  readonly uuid: string;
+  readonly functionName: string;
+  readonly queueUrl: string;
+  readonly queueArn: string;
+  readonly batchSize: number;
+  readonly batchingWindowSeconds: number;
+  /** ScalingConfig.MaximumConcurrency; AWS scales to 1000 without it, locally we cap lower. */
+  readonly maxConcurrency: number;
+  readonly reportBatchItemFailures: boolean;
+}
+
+/** What the mapping drives. */
+export interface SqsMappingHooks {
+  /** The mapping's Enabled state, as the flag reconciler set it. */
+  isEnabled(): boolean;
+  invoke(event: SQSEvent): Promise<InvokeResult>;
+}
+
+/** Counters for the status view and the report. */
+export interface SqsMappingStats {
+  batches: number;
+  messages: number;
+  deleted: number;
+  returned: number;
+  invocationErrors: number;
+}
+
+const MAX_RECEIVE = 10;
+const IDLE_WAIT_MS = 200;
+
+/** The messages of a batch that must stay in the queue after an invocation. */
+export function failedMessageIds(
+  result: InvokeResult,
+  event: SQSEvent,
+  reportBatchItemFailures: boolean,
+): Set<string> {
+  const all = new Set(event.Records.map((r) => r.messageId));
+  if (result.status !== 'ok') return all;
+  if (!reportBatchItemFailures) return new Set();
+  const response = result.result as Partial<SQSBatchResponse> | null | undefined;
+  const failures = response?.batchItemFailures;
+  if (failures === undefined) return new Set();
+  if (!Array.isArray(failures)) return all;
+  const ids = new Set<string>();
+  for (const f of failures) {
+    const id = (f as { itemIdentifier?: unknown } | null)?.itemIdentifier;
+    // AWS fails the whole batch when a reported id is empty or not in the batch.
+    if (typeof id !== 'string' || !all.has(id)) return all;
+    ids.add(id);
+  }
+  return ids;
+}
+
+/** One SQS mapping's pollers. */
+export class SqsEventSource {
+  public readonly stats: SqsMappingStats = {
+    batches: 0,
+    messages: 0,
+    deleted: 0,
+    returned: 0,
+    invocationErrors: 0,
+  };
+  private running = false;
+  private workers: Promise<void>[] = [];
+
+  public constructor(
+    public readonly spec: SqsMappingSpec,
+    private readonly sqs: SQSClient,
+    private readonly hooks: SqsMappingHooks,
+    private readonly log: (line: string) => void = () => undefined,
+  ) {}
+
+  /** Starts the pollers. */
+  public start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.workers = Array.from({ length: this.spec.maxConcurrency }, () => this.poll());
+  }
+
+  /** Stops polling and waits for in-flight batches to finish. */
+  public async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.workers);
+    this.workers = [];
+  }
+
+  private async poll(): Promise<void> {
+    while (this.running) {
+      if (!this.hooks.isEnabled()) {
+        await sleep(IDLE_WAIT_MS);
+        continue;
+      }
+      try {
+        const messages = await this.receiveBatch();
+        if (messages.length === 0) continue;
+        await this.deliver(messages);
+      } catch (error) {
+        this.log(`${this.spec.functionName}: poll failed: ${(error as Error).message}`);
+        await sleep(IDLE_WAIT_MS * 5);
+      }
+    }
+  }
+
+  /** Receives up to batchSize messages within the batching window. */
+  private async receiveBatch(): Promise<Message[]> {
+    const batch: Message[] = [];
+    const windowEnds = Date.now() + this.spec.batchingWindowSeconds * 1000;
+    do {
+      const { Messages = [] } = await this.sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: this.spec.queueUrl,
+          MaxNumberOfMessages: Math.min(MAX_RECEIVE, this.spec.batchSize - batch.length),
+          WaitTimeSeconds: 1,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      batch.push(...Messages);
+      if (Messages.length === 0 && batch.length === 0) return batch;
+    } while (this.running && batch.length < this.spec.batchSize && Date.now() < windowEnds);
+    return batch;
+  }
+
+  private async deliver(messages: readonly Message[]): Promise<void> {
+    const event: SQSEvent = { Records: messages.map((m) => toSqsRecord(m, this.spec.queueArn)) };
+    this.stats.batches += 1;
+    this.stats.messages += messages.length;
+    const result = await this.hooks.invoke(event);
+    if (result.status !== 'ok') {
+      this.stats.invocationErrors += 1;
+      this.log(`${this.spec.functionName}: ${result.status}: ${result.errorType}: ${result.errorMessage}`);
+    }
+    const failed = failedMessageIds(result, event, this.spec.reportBatchItemFailures);
+    const done = event.Records.filter((r) => !failed.has(r.messageId));
+    this.stats.returned += failed.size;
+    for (let i = 0; i < done.length; i += MAX_RECEIVE) {
+      const chunk = done.slice(i, i + MAX_RECEIVE);
+      const { Failed = [] } = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.spec.queueUrl,
+          Entries: chunk.map((r, n) => ({ Id: String(n), ReceiptHandle: r.receiptHandle })),
+        }),
+      );
+      this.stats.deleted += chunk.length - Failed.length;
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,200 @@
+import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  PutCommand,
+  type PutCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-jest';
+import { DynamoDbDedupStore } from '../../../lib/adapters/aws/dynamodb-dedup-store';
+
+const TABLE = 'tenang-test-dedup';
+const NOW = new Date('2030-06-01T12:00:00.000Z');
+const NOW_EPOCH = Math.floor(NOW.getTime() / 1000);
+
+const docMock = mockClient(DynamoDBDocumentClient);
+
+/** Items of the fake table, by dedup key. */
+const items = new Map<string, Record<string, unknown>>();
+
+/**
+ * Evaluates the condition the store sends, the way DynamoDB would, for the two forms it may use:
+ * `attribute_not_exists(#name)` and `#name < :value`, joined by OR. Anything else fails the test,
+ * so a changed condition is noticed rather than waved through.
+ */
+function conditionHolds(input: PutCommandInput, existing: Record<string, unknown> | undefined): boolean {
+  const names = input.ExpressionAttributeNames ?? {};
+  const values = input.ExpressionAttributeValues ?? {};
+  const nameOf = (token: string): string => names[token] ?? token;
+  return (input.ConditionExpression ?? '').split(/\s+OR\s+/).some((clause) => {
+    const notExists = /^attribute_not_exists\((#\w+)\)$/.exec(clause.trim());
+    if (notExists) return existing === undefined || !(nameOf(notExists[1] as string) in existing);
+    const lessThan = /^(#\w+)\s*<\s*(:\w+)$/.exec(clause.trim());
+    if (lessThan) {
+      const attribute = existing?.[nameOf(lessThan[1] as string)];
+      const value = values[lessThan[2] as string];
+      return typeof attribute === 'number' && typeof value === 'number' && attribute < value;
+    }
+    throw new Error(`the fake table does not understand the condition clause "${clause}"`);
+  });
+}
+
+/** Serves PutCommand from `items`, honoring the condition like DynamoDB. */
+function serveTable(): void {
+  docMock.on(PutCommand).callsFake((input: PutCommandInput) => {
+    const item = input.Item as Record<string, unknown>;
+    const key = item.dedupKey as string;
+    if (!conditionHolds(input, items.get(key))) {
+      throw new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+    }
+    items.set(key, item);
+    return {};
+  });
+}
+
+/** A store whose clock reads `now`. */
+function storeAt(now: Date): DynamoDbDedupStore {
+  return new DynamoDbDedupStore(new DynamoDBClient({ region: 'eu-west-1' }), TABLE, () => now);
+}
+
+beforeEach(() => {
+  docMock.reset();
+  items.clear();
+});
+
+describe('Class: DynamoDbDedupStore', () => {
+  describe('Method: claim', () => {
+    it('when the key is new, it claims it with a conditional put carrying the TTL', async () => {
+      // Prepare
+      serveTable();
+
+      // Act
+      const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(outcome).toBe('claimed');
+      expect(docMock).toHaveReceivedCommandWith(PutCommand, {
+        TableName: TABLE,
+        Item: { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH + 600 },
+        ConditionExpression: 'attribute_not_exists(#k) OR #ttl < :now',
+        ExpressionAttributeNames: { '#k': 'dedupKey', '#ttl': 'expiration' },
+        ExpressionAttributeValues: { ':now': NOW_EPOCH },
+      });
+    });
+
+    it('when the key was claimed and has not expired, it is a duplicate', async () => {
+      // Prepare
+      serveTable();
+      await storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Act
+      const outcome = await storeAt(new Date(NOW.getTime() + 599_000)).claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(outcome).toBe('duplicate');
+      expect(items.get('order:ord-1:create')).toEqual({
+        dedupKey: 'order:ord-1:create',
+        expiration: NOW_EPOCH + 600,
+      });
+    });
+
+    it('when the put fails its condition, it turns ConditionalCheckFailedException into duplicate', async () => {
+      // Prepare
+      docMock
+        .on(PutCommand)
+        .rejects(
+          new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} }),
+        );
+
+      // Act
+      const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(outcome).toBe('duplicate');
+    });
+
+    it('when the record has expired but TTL has not deleted it yet, the condition accepts it and it claims again', async () => {
+      // Prepare: TTL deletes up to days late; the record expired one second ago.
+      serveTable();
+      items.set('order:ord-1:create', { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH - 1 });
+
+      // Act
+      const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(outcome).toBe('claimed');
+      expect(items.get('order:ord-1:create')).toEqual({
+        dedupKey: 'order:ord-1:create',
+        expiration: NOW_EPOCH + 600,
+      });
+    });
+
+    it('when the record expires exactly now, it is still a duplicate', async () => {
+      // Prepare
+      serveTable();
+      items.set('order:ord-1:create', { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH });
+
+      // Act
+      const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(outcome).toBe('duplicate');
+    });
+
+    it('when DynamoDB fails otherwise, it lets the error propagate', async () => {
+      // Prepare
+      const throttled = Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' });
+      docMock.on(PutCommand).rejects(throttled);
+
+      // Act
+      const claim = storeAt(NOW).claim('order:ord-1:create', 600);
+
+      // Assess
+      await expect(claim).rejects.toBe(throttled);
+    });
+
+    it('when no clock is given, it uses the current time', async () => {
+      // Prepare
+      jest.useFakeTimers({ now: NOW });
+      serveTable();
+
+      try {
+        // Act
+        await new DynamoDbDedupStore(new DynamoDBClient({ region: 'eu-west-1' }), TABLE).claim('k', 60);
+
+        // Assess
+        expect(docMock).toHaveReceivedCommandWith(PutCommand, {
+          Item: { dedupKey: 'k', expiration: NOW_EPOCH + 60 },
+          ExpressionAttributeValues: { ':now': NOW_EPOCH },
+        });
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+  });
+
+  describe('Method: release', () => {
+    it('when a claim is released, it deletes the record by key so the key can be claimed again', async () => {
+      // Prepare
+      serveTable();
+      docMock.on(DeleteCommand).callsFake((input: { Key: { dedupKey: string } }) => {
+        items.delete(input.Key.dedupKey);
+        return {};
+      });
+      const store = storeAt(NOW);
+      await store.claim('order:ord-1:create', 600);
+
+      // Act
+      await store.release('order:ord-1:create');
+      const again = await store.claim('order:ord-1:create', 600);
+
+      // Assess
+      expect(docMock).toHaveReceivedCommandWith(DeleteCommand, {
+        TableName: TABLE,
+        Key: { dedupKey: 'order:ord-1:create' },
+      });
+      expect(again).toBe('claimed');
+    });
+  });
+});
