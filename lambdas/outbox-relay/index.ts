@@ -1,3 +1,233 @@
-/** outbox-relay: implemented by the Runtime issue; until then it refuses every invocation loudly. */
-export const handler = (): Promise<never> =>
-  Promise.reject(new Error('outbox-relay is not implemented yet (Runtime issue)'));
+/**
+ * outbox-relay (D6, Q1, B3): the orders table's stream is the transactional outbox. When an order
+ * becomes PAID, this enqueues its follow-up jobs (lib/core/outbox.ts): a notification and one
+ * reservation per line, each once per (order, version, job) thanks to a producer-side dedup
+ * record, so a stream record delivered twice enqueues once. In degrade mode notifications are
+ * shed (counted and logged, never dropped silently) and reservations are enqueued with a delay.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
+import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
+import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
+import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
+import { observability } from '../../lib/adapters/powertools';
+import { jobTypeByName, type PipelineConfig } from '../../lib/config';
+import { METRIC } from '../../lib/config/metrics';
+import { StageSchema, type Criticality } from '../../lib/config/schema';
+import { z } from '../../lib/config/zod';
+import type { Random } from '../../lib/core/backoff';
+import type { JobEnvelope, JobTypeName } from '../../lib/core/envelope';
+import { ValidationError } from '../../lib/core/errors';
+import type { ConfirmableDedupStore } from '../../lib/core/notification';
+import { OrderSchema } from '../../lib/core/order';
+import {
+  becamePaid,
+  followUpsForOrderChange,
+  relayFollowUps,
+  type Enqueue,
+  type FollowUpOutcome,
+} from '../../lib/core/outbox';
+import type { Clock } from '../../lib/core/ports';
+import { ORDER_STATES, type OrderState } from '../../lib/core/state-machine';
+
+/** Powertools service name of this function. */
+export const SERVICE_NAME = 'outbox-relay';
+
+/**
+ * How long a follow-up stays claimed once enqueued: two days, longer than the stream keeps a
+ * record (24 h), so every redelivery finds the claim.
+ */
+export const SENT_CLAIM_SECONDS = 2 * 24 * 3600;
+
+const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1));
+
+/** The function's environment. */
+export const OutboxRelayEnvSchema = z.object({
+  TENANG_STAGE: StageSchema.shape.name,
+  AWS_REGION: nonEmpty(),
+  NOTIFICATION_QUEUE_URL: z.url(),
+  INVENTORY_QUEUE_URL: z.url(),
+  DEGRADE_FLAG: nonEmpty(),
+  DEDUP_TABLE: nonEmpty(),
+});
+export type OutboxRelayEnv = z.infer<typeof OutboxRelayEnvSchema>;
+
+/** Job types the relay produces. */
+export type FollowUpJobType = Extract<JobTypeName, 'notification.send' | 'inventory.reserve'>;
+
+/** What the handler needs; tests pass clients bound to the emulator, or fakes. */
+export interface OutboxRelayDeps {
+  readonly dedup: ConfirmableDedupStore;
+  readonly enqueue: Enqueue;
+  readonly criticalityOf: (type: JobTypeName) => Criticality;
+  /** Reads the degrade flag (cached for a few seconds). */
+  readonly isDegraded: () => Promise<boolean>;
+  /** The relay's function timeout: a follow-up is claimed this long while it is being enqueued. */
+  readonly functionTimeoutSeconds: number;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** @default Math.random */
+  readonly random?: Random;
+  /** @default () => new Date() */
+  readonly clock?: Clock;
+}
+
+/** Enqueues envelopes with SendMessage on the queue of their job type. */
+export function sqsEnqueue(sqs: SQSClient, queueUrls: Readonly<Record<FollowUpJobType, string>>): Enqueue {
+  return async (envelope: JobEnvelope, delaySeconds: number) => {
+    if (envelope.type !== 'notification.send' && envelope.type !== 'inventory.reserve') {
+      throw new ValidationError('the outbox relay cannot enqueue this job type', [`type: ${envelope.type}`]);
+    }
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: queueUrls[envelope.type],
+        MessageBody: JSON.stringify(envelope),
+        DelaySeconds: delaySeconds > 0 ? delaySeconds : undefined,
+      }),
+    );
+  };
+}
+
+/** The criticality of each job type, from the pipeline config. */
+export function criticalityFrom(config: PipelineConfig): (type: JobTypeName) => Criticality {
+  return (type) => jobTypeByName(config, type).criticality;
+}
+
+const StateSchema = z.object({ state: z.enum(ORDER_STATES) });
+
+function stateOf(image: Record<string, unknown> | undefined): OrderState | undefined {
+  const parsed = StateSchema.safeParse(image ?? {});
+  return parsed.success ? parsed.data.state : undefined;
+}
+
+/** An outbox relay handler. */
+export function createHandler(
+  deps: OutboxRelayDeps,
+): (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse> {
+  const random = deps.random ?? Math.random;
+  const clock = deps.clock ?? ((): Date => new Date());
+
+  async function degraded(logger: Logger): Promise<boolean> {
+    try {
+      return await deps.isDegraded();
+    } catch (error) {
+      // Enqueueing everything loses nothing; refusing work on a misread flag could.
+      logger.warn('could not read the degrade flag; treating the stage as not degraded', {
+        error: error as Error,
+      });
+      return false;
+    }
+  }
+
+  function report(logger: Logger, outcome: FollowUpOutcome): void {
+    const { envelope } = outcome.followUp;
+    const fields = { jobType: envelope.type, idempotencyKey: envelope.idempotencyKey };
+    switch (outcome.kind) {
+      case 'enqueued':
+        if (outcome.delaySeconds > 0) {
+          deps.metrics.addMetric(METRIC.jobDeferred, MetricUnit.Count, 1);
+          logger.info('follow-up deferred by degrade mode', {
+            ...fields,
+            delaySeconds: outcome.delaySeconds,
+          });
+        } else {
+          logger.info('follow-up enqueued', fields);
+        }
+        return;
+      case 'duplicate':
+        deps.metrics.addMetric(METRIC.duplicateIgnored, MetricUnit.Count, 1);
+        logger.info('follow-up already enqueued; not enqueued again', fields);
+        return;
+      case 'shed':
+        deps.metrics.addMetric(METRIC.jobShed, MetricUnit.Count, 1);
+        logger.warn('follow-up shed by degrade mode; it is not enqueued', fields);
+    }
+  }
+
+  async function relay(record: DynamoDBRecord): Promise<void> {
+    const sequenceNumber = sequenceNumberOf(record);
+    const change = readOrderChange(record);
+    if (change.kind === 'unknown') {
+      deps.logger.warn('stream record of an unknown entity; skipped', {
+        sequenceNumber,
+        reason: change.reason,
+      });
+      return;
+    }
+    const oldState = stateOf(change.oldImage);
+    if (!becamePaid(oldState, stateOf(change.newImage))) return;
+    const logger = deps.logger.createChild({
+      persistentKeys: { orderId: change.orderId, correlationId: change.orderId, sequenceNumber },
+    });
+    const order = OrderSchema.safeParse(change.newImage);
+    if (!order.success) {
+      // A paid order's follow-ups must not vanish: fail loudly; retries end in the on-failure queue.
+      throw new ValidationError(
+        `order ${change.orderId} became PAID but its image is not a valid order`,
+        order.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`),
+      );
+    }
+    const followUps = followUpsForOrderChange(oldState, order.data, clock());
+    const outcomes = await relayFollowUps(followUps, {
+      dedup: deps.dedup,
+      enqueue: deps.enqueue,
+      criticalityOf: deps.criticalityOf,
+      degraded: await degraded(logger),
+      random,
+      inFlightClaimSeconds: deps.functionTimeoutSeconds,
+      sentClaimSeconds: SENT_CLAIM_SECONDS,
+      onDedupFailure: (step, key, error) =>
+        logger.warn(`could not ${step} the dedup claim; it expires by itself`, {
+          dedupKey: key,
+          error: error as Error,
+        }),
+    });
+    for (const outcome of outcomes) report(logger, outcome);
+  }
+
+  return async (event, context) => {
+    deps.logger.addContext(context);
+    try {
+      return await processPartialResponse(event, relay, new BatchProcessor(EventType.DynamoDBStreams), {
+        context,
+        throwOnFullBatchFailure: false,
+      });
+    } finally {
+      deps.metrics.publishStoredMetrics();
+    }
+  };
+}
+
+/** SDK timeouts well under the function's (D4). */
+const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
+
+/** Builds the handler's dependencies from the environment. */
+export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
+  const config = stageConfig(env.TENANG_STAGE, env.AWS_REGION);
+  const relay = config.streamConsumers.find((s) => s.consumer === SERVICE_NAME);
+  if (relay === undefined)
+    throw new Error(`the pipeline config declares no stream consumer "${SERVICE_NAME}"`);
+  const { logger, metrics } = observability(SERVICE_NAME);
+  const flag = new SsmDegradeFlag(new SSMClient(SDK_TIMEOUTS), env.DEGRADE_FLAG);
+  return {
+    dedup: new DynamoDbDedupStore(new DynamoDBClient(SDK_TIMEOUTS), env.DEDUP_TABLE),
+    enqueue: sqsEnqueue(new SQSClient(SDK_TIMEOUTS), {
+      'notification.send': env.NOTIFICATION_QUEUE_URL,
+      'inventory.reserve': env.INVENTORY_QUEUE_URL,
+    }),
+    criticalityOf: criticalityFrom(config),
+    isDegraded: () => flag.isDegraded(),
+    functionTimeoutSeconds: relay.function.timeoutSeconds,
+    logger,
+    metrics,
+  };
+}
+
+/** The deployed handler; configuration fails at init. */
+export const handler = createHandler(depsFromEnv(parseFunctionEnv(SERVICE_NAME, OutboxRelayEnvSchema)));

@@ -1,3 +1,257 @@
-/** payment-consumer: implemented by the Runtime issue; until then it refuses every invocation loudly. */
-export const handler = (): Promise<never> =>
-  Promise.reject(new Error('payment-consumer is not implemented yet (Runtime issue)'));
+/**
+ * payment-consumer (D1, D3, I1–I4, R1–R3, R6): captures payments from the FIFO payments queue.
+ * Thin: the SQS job runner parses each record and applies the failure policy; Powertools
+ * idempotency guards the business key `payment:{paymentId}:capture`; the core captures the
+ * payment; the PAID transition commits in one transaction with the idempotency record.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyInconsistentStateError,
+  IdempotencyKeyError,
+  IdempotencyPersistenceLayerError,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
+import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import {
+  TransactionalDynamoDBPersistenceLayer,
+  type StagedWrite,
+} from '../../lib/adapters/aws/transactional-persistence';
+import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
+import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
+import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
+import { observability } from '../../lib/adapters/powertools';
+import { jobTypeByName, type ResolvedJobType } from '../../lib/config';
+import { StageSchema } from '../../lib/config/schema';
+import { z } from '../../lib/config/zod';
+import type { Random } from '../../lib/core/backoff';
+import type { JobEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
+import { classifyError, TenangError, TransientError, ValidationError } from '../../lib/core/errors';
+import {
+  capturePayment,
+  paymentCaptureKey,
+  type CaptureResult,
+  type PaymentProvider,
+  type StagedTransition,
+} from '../../lib/core/payment';
+import type { Clock, OrderStore } from '../../lib/core/ports';
+
+/** Powertools service name of this function. */
+export const SERVICE_NAME = 'payment-consumer';
+
+/** Prefix of the idempotency records' keys. Fixed, not the function name: a redeployed function keeps its records. */
+export const IDEMPOTENCY_KEY_PREFIX = 'payment.capture';
+
+/** Idempotency records outlive the producer's 24 h dedup window; the state guard covers any later replay. */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+
+const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1));
+
+/** The function's environment. */
+export const PaymentConsumerEnvSchema = z.object({
+  TENANG_STAGE: StageSchema.shape.name,
+  AWS_REGION: nonEmpty(),
+  ORDERS_TABLE: nonEmpty(),
+  IDEMPOTENCY_TABLE: nonEmpty(),
+  PAYMENT_PROVIDER_URL: z.url(),
+  QUEUE_URL: z.url(),
+  DLQ_URL: z.url(),
+  /** Chaos suite only: comma-separated crash points. */
+  TENANG_CRASH_POINTS: z.optional(z.string()),
+});
+export type PaymentConsumerEnv = z.infer<typeof PaymentConsumerEnvSchema>;
+
+/** Orders as this consumer uses them: read, and transitions staged for the completing transaction. */
+export interface StagingOrderStore extends Pick<OrderStore, 'get'> {
+  stagedTransition(transition: StagedTransition): StagedWrite;
+}
+
+/** What the handler needs; tests pass clients bound to the emulator or fakes. */
+export interface PaymentConsumerDeps {
+  readonly jobType: ResolvedJobType;
+  readonly queueUrl: string;
+  readonly dlqUrl: string;
+  readonly sqs: SQSClient;
+  readonly orders: StagingOrderStore;
+  readonly persistence: TransactionalDynamoDBPersistenceLayer;
+  readonly provider: PaymentProvider;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** @default noCrash */
+  readonly crash?: CrashHook;
+  /** @default () => new Date() */
+  readonly clock?: Clock;
+  /** @default Math.random */
+  readonly random?: Random;
+  /** @default IDEMPOTENCY_TTL_SECONDS */
+  readonly idempotencyTtlSeconds?: number;
+}
+
+/** What the idempotent function is called with: its key and the payload that validation hashes. */
+type CaptureRequest = {
+  readonly idempotencyKey: string;
+  readonly payload: PaymentCapturePayload;
+};
+
+const StoredResultSchema = z.object({
+  outcome: z.enum(['captured', 'duplicate_ignored']),
+  /** Set by the response hook when the result came from an existing record. */
+  replayed: z.optional(z.boolean()),
+});
+
+/**
+ * Maps Powertools idempotency errors to the domain's classes (R1): a delivery in progress
+ * elsewhere is transient, a key reused with another payload or a missing key is permanent, and a
+ * persistence failure is whatever its cause is.
+ */
+export function toDomainError(error: unknown): unknown {
+  if (
+    error instanceof IdempotencyAlreadyInProgressError ||
+    error instanceof IdempotencyInconsistentStateError
+  ) {
+    return new TransientError('another delivery of this job is in progress', { cause: error });
+  }
+  if (error instanceof IdempotencyValidationError) {
+    return new ValidationError(
+      'idempotency key reused with a different payload',
+      ['payload: differs from the payload first processed under this idempotency key'],
+      { cause: error },
+    );
+  }
+  if (error instanceof IdempotencyKeyError) {
+    return new ValidationError('job has no idempotency key', ['idempotencyKey: missing or empty'], {
+      cause: error,
+    });
+  }
+  if (error instanceof IdempotencyPersistenceLayerError) {
+    // Powertools wraps what its persistence layer throws, including our domain errors.
+    const { cause } = error;
+    if (cause instanceof IdempotencyKeyError) return toDomainError(cause);
+    if (cause instanceof TenangError || classifyError(cause) !== 'bug') return cause;
+  }
+  return error;
+}
+
+/** The idempotent function's input; the key must be the business key of this payment (I1). */
+function captureRequest(job: JobEnvelope<'payment.capture'>): CaptureRequest {
+  const expected = paymentCaptureKey(job.payload.paymentId);
+  if (job.idempotencyKey !== expected) {
+    throw new ValidationError('wrong idempotency key for this payment', [
+      `idempotencyKey: expected ${expected}, got ${job.idempotencyKey}`,
+    ]);
+  }
+  return { idempotencyKey: job.idempotencyKey, payload: job.payload };
+}
+
+/** A payment consumer handler. */
+export function createHandler(
+  deps: PaymentConsumerDeps,
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+  const clock = deps.clock ?? ((): Date => new Date());
+  const crash = deps.crash ?? noCrash;
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: 'idempotencyKey',
+    payloadValidationJmesPath: 'payload',
+    throwOnNoIdempotencyKey: true,
+    expiresAfterSeconds: deps.idempotencyTtlSeconds ?? IDEMPOTENCY_TTL_SECONDS,
+    // Tells the handler that the answer is a stored one: the job ran before (duplicate_ignored).
+    responseHook: (response) =>
+      typeof response === 'object' && response !== null && !Array.isArray(response)
+        ? { ...response, replayed: true }
+        : response,
+  });
+
+  const capture = makeIdempotent(
+    (request: CaptureRequest, job: JobEnvelope<'payment.capture'>): Promise<CaptureResult> =>
+      capturePayment(job, {
+        orders: deps.orders,
+        provider: deps.provider,
+        crash,
+        clock,
+        stageTransition: (transition) =>
+          deps.persistence.stage(request, deps.orders.stagedTransition(transition)),
+      }),
+    { persistenceStore: deps.persistence, config, keyPrefix: IDEMPOTENCY_KEY_PREFIX },
+  );
+
+  const handle: JobHandler<'payment.capture'> = async (job, ctx) => {
+    const request = captureRequest(job);
+    config.registerLambdaContext(ctx.lambdaContext);
+    let stored: unknown;
+    try {
+      stored = await capture(request, job);
+    } catch (error) {
+      throw toDomainError(error);
+    } finally {
+      deps.persistence.discard(request);
+    }
+    const result = StoredResultSchema.safeParse(stored);
+    if (!result.success) throw new Error('the idempotent capture returned an unexpected result');
+    if (result.data.replayed === true || result.data.outcome === 'duplicate_ignored') {
+      return { kind: 'duplicate_ignored' };
+    }
+    const captured = stored as Extract<CaptureResult, { outcome: 'captured' }>;
+    ctx.logger.info('payment captured', {
+      orderId: captured.orderId,
+      paymentId: captured.paymentId,
+      chargeId: captured.chargeId,
+      orderVersion: captured.orderVersion,
+    });
+    return { kind: 'done' };
+  };
+
+  return createSqsJobRunner({
+    jobType: deps.jobType,
+    expectedType: 'payment.capture',
+    queueUrl: deps.queueUrl,
+    dlqUrl: deps.dlqUrl,
+    sqs: deps.sqs,
+    logger: deps.logger,
+    metrics: deps.metrics,
+    handle,
+    random: deps.random,
+    now: clock,
+    releaseSkippedFifoRecords: true,
+  });
+}
+
+/** SDK timeouts per attempt, well under the function's 30 s even with the SDK's retries (D4). */
+const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
+
+/** Builds the handler's dependencies from the parsed environment, once per instance. */
+export function depsFromEnv(env: PaymentConsumerEnv): PaymentConsumerDeps {
+  const { logger, metrics } = observability(SERVICE_NAME);
+  const jobType = jobTypeByName(stageConfig(env.TENANG_STAGE, env.AWS_REGION), 'payment.capture');
+  const dynamo = new DynamoDBClient(SDK_TIMEOUTS);
+  return {
+    jobType,
+    queueUrl: env.QUEUE_URL,
+    dlqUrl: env.DLQ_URL,
+    sqs: new SQSClient(SDK_TIMEOUTS),
+    orders: new DynamoDbOrderStore(dynamo, env.ORDERS_TABLE),
+    persistence: new TransactionalDynamoDBPersistenceLayer({
+      tableName: env.IDEMPOTENCY_TABLE,
+      awsSdkV3Client: dynamo,
+      warnings: logger,
+    }),
+    // A third of the function timeout, at most 10 s: room for the runner to report the failure.
+    provider: new HttpPaymentProvider({
+      baseUrl: env.PAYMENT_PROVIDER_URL,
+      timeoutMs: Math.min(10_000, Math.floor((jobType.function.timeoutSeconds * 1000) / 3)),
+    }),
+    logger,
+    metrics,
+    crash: crashHookFrom(env.TENANG_CRASH_POINTS),
+  };
+}
+
+// Module scope: the environment fails at init, and clients live across invocations.
+/** The deployed handler. */
+export const handler = createHandler(depsFromEnv(parseFunctionEnv(SERVICE_NAME, PaymentConsumerEnvSchema)));

@@ -34,3 +34,35 @@ export interface DedupStore {
   /** Gives a claim back (the work it guarded failed and must be retried). */
   release(key: string): Promise<void>;
 }
+
+/**
+ * What a cache key holds (C1, C3, X7): a value at an entity version, or a tombstone written by an
+ * invalidation that fences off every version below its own.
+ */
+export type CacheEntry =
+  | { readonly kind: 'value'; readonly version: number; readonly value: unknown }
+  | { readonly kind: 'tombstone'; readonly version: number };
+
+/**
+ * A cache whose writes are ordered by entity version, so a slow reader can never put back a value
+ * older than a newer value or a newer invalidation. Every method throws CacheUnavailableError
+ * when the cache does not answer in time.
+ */
+export interface VersionedCache {
+  /** The entry under `key`, or undefined (absent, expired or unreadable). */
+  get(key: string): Promise<CacheEntry | undefined>;
+  /**
+   * Stores `value` at `version` unless the key holds a value at ≥ `version` or a tombstone at
+   * > `version`; atomic. 'fenced' when it did not write.
+   */
+  putIfNewer(key: string, version: number, value: unknown, ttlMs: number): Promise<'written' | 'fenced'>;
+  /**
+   * Writes a tombstone at `version` unless the key holds a value at > `version` or a tombstone at
+   * ≥ `version`; atomic. 'superseded' when something newer was already there.
+   */
+  fence(key: string, version: number, ttlMs: number): Promise<'fenced' | 'superseded'>;
+  /** Takes a short lock (SET NX PX): true when this caller got it. */
+  tryLock(key: string, token: string, ttlMs: number): Promise<boolean>;
+  /** Releases the lock only if `token` still owns it. */
+  unlock(key: string, token: string): Promise<void>;
+}

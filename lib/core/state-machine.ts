@@ -60,9 +60,28 @@ export function explainRejectedTransition(
   current: OrderState,
   to: OrderState,
   after: readonly OrderState[],
+  options?: { cause?: unknown },
 ): Error {
   if (current === to || after.includes(current)) {
-    return new TransitionAlreadyDoneError(`order is already ${current}; ${to} was done before`);
+    return new TransitionAlreadyDoneError(`order is already ${current}; ${to} was done before`, options);
   }
-  return new IllegalTransitionError(`order is ${current}; it cannot go to ${to}`);
+  return new IllegalTransitionError(`order is ${current}; it cannot go to ${to}`, options);
+}
+
+/**
+ * States that can only be reached through `to` when starting from `from`: finding the entity in
+ * one of them means `from → to` happened already. PENDING → PAID gives [RESERVED] (CANCELLED is
+ * also reachable without paying, so it proves nothing).
+ */
+export function statesOnlyAfter(from: OrderState, to: OrderState): OrderState[] {
+  const withoutTo = new Set<OrderState>();
+  const stack: OrderState[] = ORDER_TRANSITIONS[from].filter((s) => s !== to);
+  while (stack.length > 0) {
+    const next = stack.pop() as OrderState;
+    if (withoutTo.has(next)) continue;
+    withoutTo.add(next);
+    stack.push(...ORDER_TRANSITIONS[next].filter((s) => s !== to));
+  }
+  const afterTo = reachableFrom(to);
+  return ORDER_STATES.filter((s) => s !== from && s !== to && afterTo.has(s) && !withoutTo.has(s));
 }

@@ -1,5 +1,5 @@
 /** Builds the CDK app: the pipeline stack for the selected stage, with cdk-nag packs attached. */
-import { App, Validations } from 'aws-cdk-lib';
+import { App, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
 import { PipelineStack } from './pipeline-stack';
@@ -35,6 +35,7 @@ export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
     // Account-agnostic on purpose: no context lookups, so synth is the same on every machine.
     env: { region },
     description: `tenang worker-queue pipeline (${stage}, target ${traits.target})`,
+    synthesizer: new DefaultStackSynthesizer({ generateBootstrapVersionRule: traits.bootstrapVersionRule }),
   });
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
   return { app, stack, config };

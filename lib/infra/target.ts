@@ -26,6 +26,11 @@ export interface TargetTraits {
    * like AWS_ENDPOINT_URL.
    */
   readonly managedCache: boolean;
+  /**
+   * The BootstrapVersion parameter and rule are left out on the emulator: moto's UpdateStack
+   * fails on the parameter (KeyError 'BootstrapVersion'), so a re-deploy could never update.
+   */
+  readonly bootstrapVersionRule: boolean;
 }
 
 /** Reads the target from CDK context; anything but the two known values is an error. */
@@ -36,5 +41,10 @@ export function targetTraits(scope: Construct): TargetTraits {
       `CDK context ${TARGET_CONTEXT_KEY} must be "aws" or "emulator", got ${JSON.stringify(raw)}`,
     );
   }
-  return { target: raw, eventSourcesEnabled: raw === 'aws', managedCache: raw === 'aws' };
+  return {
+    target: raw,
+    eventSourcesEnabled: raw === 'aws',
+    managedCache: raw === 'aws',
+    bootstrapVersionRule: raw === 'aws',
+  };
 }

@@ -18,6 +18,8 @@ export interface ProviderKnobs {
   errorAfterEffectRate: number;
   /** Every request answered 503. @default false */
   outage: boolean;
+  /** Idempotency-Keys answered 500 before any side effect: one failing order among healthy ones. @default [] */
+  failingKeys: readonly string[];
 }
 
 /** One side effect. */
@@ -52,7 +54,13 @@ export interface FakeProviderOptions {
   readonly knobs?: Partial<ProviderKnobs>;
 }
 
-const DEFAULT_KNOBS: ProviderKnobs = { latencyMs: 0, errorRate: 0, errorAfterEffectRate: 0, outage: false };
+const DEFAULT_KNOBS: ProviderKnobs = {
+  latencyMs: 0,
+  errorRate: 0,
+  errorAfterEffectRate: 0,
+  outage: false,
+  failingKeys: [],
+};
 
 /** Starts a fake provider. Admin: GET /__ledger, POST /__knobs (JSON knobs). */
 export async function startFakeProvider(opts: FakeProviderOptions): Promise<FakeProvider> {
@@ -97,7 +105,9 @@ export async function startFakeProvider(opts: FakeProviderOptions): Promise<Fake
       } catch {
         return send(res, 400, { error: 'body is not JSON' });
       }
-      if (random() < knobs.errorRate) return send(res, 500, { error: 'injected provider error' });
+      if (random() < knobs.errorRate || knobs.failingKeys.includes(key)) {
+        return send(res, 500, { error: 'injected provider error' });
+      }
       const previous = answers.get(key);
       if (previous !== undefined) {
         const answer = await previous;

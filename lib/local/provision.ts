@@ -5,6 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { listStackResources, type DeployedResource } from '../adapters/aws/deployment';
+import { provisionAlarms, type ProvisionedAlarms } from './alarm-provisioner';
+import { readTemplate, type ResolveContext } from './template';
 import { stackName } from '../infra/app';
 import { STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
 
@@ -36,6 +41,30 @@ export interface Provisioned {
   readonly stackName: string;
   /** The emulator-target cloud assembly (bundled function assets live here). */
   readonly assemblyDir: string;
+  /** How the template's references resolve in this deployment. */
+  readonly context: ResolveContext;
+  readonly alarms: ProvisionedAlarms;
+}
+
+/** moto's account; used when no deployed ARN names another. */
+const EMULATOR_ACCOUNT = '123456789012';
+
+/** Builds the reference-resolution context of a deployed stack. */
+export async function deploymentContext(
+  cfn: CloudFormationClient,
+  assemblyDir: string,
+  stackName: string,
+  region: string,
+): Promise<ResolveContext> {
+  const deployed = await listStackResources(cfn, stackName);
+  const resources = new Map<string, DeployedResource>(deployed.map((r) => [r.logicalId, r]));
+  const anArn = deployed.map((r) => r.physicalId).find((id) => id.startsWith('arn:aws:'));
+  return {
+    region,
+    accountId: anArn?.split(':')[4] || EMULATOR_ACCOUNT,
+    template: readTemplate(assemblyDir, stackName),
+    resources,
+  };
 }
 
 const OUTPUT_TAIL_LINES = 40;
@@ -74,6 +103,23 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
   log('bootstrapping the emulator environment…');
   await runCdk(opts.projectRoot, ['bootstrap', '--app', assemblyDir], opts.env);
   log(`deploying stack ${stackName(stage)} into the emulator…`);
-  await runCdk(opts.projectRoot, ['deploy', '--app', assemblyDir, '--require-approval', 'never'], opts.env);
-  return { stackName: stackName(stage), assemblyDir };
+  // Direct UpdateStack: moto's change sets fail on updates of an existing stack.
+  await runCdk(
+    opts.projectRoot,
+    ['deploy', '--app', assemblyDir, '--require-approval', 'never', '--method', 'direct'],
+    opts.env,
+  );
+
+  const clientConfig = { endpoint: opts.env.AWS_ENDPOINT_URL, region: opts.env.AWS_REGION };
+  const cfn = new CloudFormationClient(clientConfig);
+  const cloudwatch = new CloudWatchClient(clientConfig);
+  try {
+    const context = await deploymentContext(cfn, assemblyDir, stackName(stage), opts.env.AWS_REGION ?? 'us-east-1');
+    log('creating the alarms (the emulator\'s CloudFormation skips them)…');
+    const alarms = await provisionAlarms(cloudwatch, context);
+    return { stackName: stackName(stage), assemblyDir, context, alarms };
+  } finally {
+    cfn.destroy();
+    cloudwatch.destroy();
+  }
 }

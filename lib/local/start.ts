@@ -55,7 +55,7 @@ export async function startLocalPipeline(opts: StartOptions): Promise<void> {
   // This process talks to the emulator too (credentials, region): it gets the same variables.
   Object.assign(process.env, env.env);
   try {
-    const { stackName } = await provisionIntoEmulator({
+    const { stackName, alarms } = await provisionIntoEmulator({
       projectRoot,
       env: env.env,
       stage: opts.stage,
@@ -71,6 +71,9 @@ export async function startLocalPipeline(opts: StartOptions): Promise<void> {
       stackName,
     );
     opts.out(renderStackStatus(status));
+    opts.out(
+      `\nAlarms: ${alarms.metricAlarms.length} metric alarms created in the emulator from the template; ${alarms.compositeAlarms.length} composite alarms kept by the local evaluator (moto has no PutCompositeAlarm).\n`,
+    );
   } finally {
     await env.stop();
   }

@@ -36,6 +36,21 @@ export class DynamoDbDedupStore implements DedupStore {
     }
   }
 
+  /**
+   * Keeps a claim for `ttlSeconds` from now (unconditional put): a short in-progress claim
+   * becomes a long "done" record once the guarded work succeeded.
+   */
+  public async confirm(key: string, ttlSeconds: number): Promise<void> {
+    const nowEpoch = Math.floor(this.clock().getTime() / 1000);
+    const { partitionKey, ttl } = TABLE_KEYS.dedup;
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { [partitionKey]: key, [ttl]: nowEpoch + ttlSeconds },
+      }),
+    );
+  }
+
   public async release(key: string): Promise<void> {
     await this.doc.send(
       new DeleteCommand({ TableName: this.tableName, Key: { [TABLE_KEYS.dedup.partitionKey]: key } }),

@@ -84,6 +84,17 @@ export interface SqsJobRunnerOptions<T extends JobTypeName> {
   readonly random?: Random;
   /** @default () => new Date() */
   readonly now?: () => Date;
+  /**
+   * Standard queues only: process a batch's records one after another, so a circuit breaker or
+   * rate limit in the handler sees each outcome before the next call (R4). @default true
+   */
+  readonly processInParallel?: boolean;
+  /**
+   * FIFO only: make records skipped after a failure in their group visible again at once, so the
+   * failed record's backoff is not stretched to the visibility timeout (see releaseSkipped).
+   * @default false
+   */
+  readonly releaseSkippedFifoRecords?: boolean;
 }
 
 /** Raised to report a record as a batch item failure after its visibility was set. */
@@ -94,8 +105,17 @@ export class RetryLaterError extends Error {
   }
 }
 
+/**
+ * Characters SQS refuses in a message attribute: most C0 controls, U+FFFE/U+FFFF and lone
+ * surrogates (V8's JSON error snippets and a cut at MAX_ERROR_MESSAGE can split a pair). One of
+ * them would make the DLQ send fail and the message bounce until the redrive, without context.
+ */
+const SQS_REFUSED =
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
 function str(value: string): MessageAttributeValue {
-  return { DataType: 'String', StringValue: value };
+  return { DataType: 'String', StringValue: value.replace(SQS_REFUSED, '\uFFFD') };
 }
 
 /** Builds the batch handler for one job type's queue. */
@@ -190,6 +210,39 @@ export function createSqsJobRunner<T extends JobTypeName>(
     throw new RetryLaterError(`attempt ${attempt} failed; retrying`, { cause: error });
   }
 
+  /**
+   * FIFO: records skipped because an earlier record of their group failed would stay in flight
+   * for the whole visibility timeout, and SQS holds back a group while any of its messages is in
+   * flight — the failed record's backoff would stretch to that timeout. Made visible at once,
+   * they leave the group held by the failed record alone, which still returns first (D3, X1).
+   */
+  async function releaseSkipped(
+    event: SQSEvent,
+    response: SQSBatchResponse,
+    attempted: ReadonlySet<string>,
+  ): Promise<void> {
+    const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+    for (const record of event.Records) {
+      if (!failed.has(record.messageId) || attempted.has(record.messageId)) continue;
+      try {
+        await opts.sqs.send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: opts.queueUrl,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: 0,
+          }),
+        );
+      } catch (error) {
+        opts.logger.warn(
+          'could not release a skipped FIFO message; it returns after its visibility timeout',
+          {
+            error: error as Error,
+          },
+        );
+      }
+    }
+  }
+
   async function processRecord(record: SQSRecord, context: Context): Promise<void> {
     const attempt = Number(record.attributes.ApproximateReceiveCount);
     let job: JobEnvelope<T> | undefined;
@@ -253,16 +306,24 @@ export function createSqsJobRunner<T extends JobTypeName>(
     try {
       if (fifo) {
         const processor = new SqsFifoPartialProcessorAsync();
-        return await processPartialResponse(event, (r: SQSRecord) => processRecord(r, context), processor, {
-          context,
-          skipGroupOnError: true,
-          throwOnFullBatchFailure: false,
-        });
+        const attempted = new Set<string>();
+        const response = await processPartialResponse(
+          event,
+          (r: SQSRecord) => {
+            attempted.add(r.messageId);
+            return processRecord(r, context);
+          },
+          processor,
+          { context, skipGroupOnError: true, throwOnFullBatchFailure: false },
+        );
+        if (opts.releaseSkippedFifoRecords === true) await releaseSkipped(event, response, attempted);
+        return response;
       }
       const processor = new BatchProcessor(EventType.SQS);
       return await processPartialResponse(event, (r: SQSRecord) => processRecord(r, context), processor, {
         context,
         throwOnFullBatchFailure: false,
+        processInParallel: opts.processInParallel ?? true,
       });
     } finally {
       opts.metrics.publishStoredMetrics();

@@ -1,0 +1,39 @@
+/** The stage's degrade flag (B3) through Powertools Parameters, cached for a few seconds per instance. */
+import type { SSMClient } from '@aws-sdk/client-ssm';
+import { ParameterNotFoundError } from '@aws-lambda-powertools/parameters/errors';
+import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
+import { readDegradeFlag } from '../../core/flags';
+
+/** @default 5 s: a flag change reaches every instance within seconds, at one GetParameter per instance per 5 s. */
+export const DEGRADE_FLAG_MAX_AGE_SECONDS = 5;
+
+/** Reads `/tenang/<stage>/flags/degrade`. */
+export class SsmDegradeFlag {
+  private readonly provider: SSMProvider;
+
+  /** Reads `name` through `client`; the caller owns the client's configuration. */
+  public constructor(
+    client: SSMClient,
+    private readonly name: string,
+    private readonly maxAgeSeconds: number = DEGRADE_FLAG_MAX_AGE_SECONDS,
+  ) {
+    this.provider = new SSMProvider({ awsSdkV3Client: client });
+  }
+
+  /**
+   * Whether the stage is degraded. A missing parameter or an unreadable value means not
+   * degraded; a failure to reach SSM throws (the caller decides how to fail).
+   */
+  public async isDegraded(): Promise<boolean> {
+    try {
+      const raw = await this.provider.get<string>(this.name, {
+        maxAge: this.maxAgeSeconds,
+        throwOnMissing: true,
+      });
+      return readDegradeFlag(typeof raw === 'string' ? raw : undefined).degraded;
+    } catch (error) {
+      if (error instanceof ParameterNotFoundError) return false;
+      throw error;
+    }
+  }
+}

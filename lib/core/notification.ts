@@ -1,0 +1,158 @@
+/**
+ * notification.send (Q1–Q2, I3, R4): tell the customer once per (order, template), through a
+ * messaging provider protected by a circuit breaker and a rate limit.
+ *
+ * Three layers keep a notification single: a dedup claim taken before the provider call, the
+ * provider's own idempotency key, and the queue's deferral instead of retry storms. The claim is
+ * short while the call is in flight (a crash frees it before the message returns) and made long
+ * once the provider accepted; a failed call gives it back so the retry can send.
+ */
+import type { Random } from './backoff';
+import { CircuitOpenError } from './errors';
+import type { CircuitBreaker } from './circuit-breaker';
+import { waitDeferSeconds } from './deferral';
+import type { NotificationSendPayload } from './envelope';
+import type { DedupStore } from './ports';
+import type { TokenBucket } from './token-bucket';
+
+/** The message handed to the provider. */
+export interface OutgoingMessage {
+  readonly to: string;
+  readonly template: NotificationSendPayload['template'];
+  readonly orderId: string;
+  readonly orderVersion: number;
+}
+
+/** A messaging provider; every call carries an idempotency key (I3). */
+export interface MessagingProvider {
+  /**
+   * Sends `message`; a repeated key must not send twice.
+   * @throws a transient error when the provider is unavailable, a permanent one when it refuses.
+   */
+  send(
+    message: OutgoingMessage,
+    opts: { readonly idempotencyKey: string; readonly correlationId: string },
+  ): Promise<{ readonly messageId: string }>;
+}
+
+/** A DedupStore whose claim can be kept longer once the work it guards is done. */
+export interface ConfirmableDedupStore extends DedupStore {
+  /** Keeps `key` claimed for `ttlSeconds` from now. */
+  confirm(key: string, ttlSeconds: number): Promise<void>;
+}
+
+/** The business key of a notification: dedup record and provider idempotency key alike. */
+export function notificationKey(orderId: string, template: string): string {
+  return `notification:${orderId}:${template}`;
+}
+
+/** What sending came to. */
+export type NotificationOutcome =
+  | { readonly kind: 'sent'; readonly messageId: string }
+  | { readonly kind: 'duplicate' }
+  | {
+      readonly kind: 'deferred';
+      readonly reason: 'circuit-open' | 'rate-limited';
+      readonly deferSeconds: number;
+    };
+
+/** A dedup bookkeeping step failed after the outcome was settled; worth a warning, not a retry. */
+export interface DedupBookkeepingFailure {
+  readonly step: 'confirm' | 'release';
+  readonly key: string;
+  readonly error: unknown;
+}
+
+/** What sendNotification needs. */
+export interface SendNotificationDeps {
+  readonly dedup: ConfirmableDedupStore;
+  readonly provider: MessagingProvider;
+  readonly breaker: CircuitBreaker;
+  readonly bucket: TokenBucket;
+  readonly random: Random;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Longest in-process wait for a token; a longer wait defers the job instead. */
+  readonly maxRateWaitMs: number;
+  /**
+   * Claim while the call is in flight, seconds: longer than the function timeout (no live
+   * attempt loses it), shorter than the visibility timeout minus the function timeout (a crashed
+   * attempt's claim is gone when its message returns).
+   */
+  readonly inFlightClaimSeconds: number;
+  /** Claim once sent, seconds: as long as any copy of the message can still be delivered. */
+  readonly sentClaimSeconds: number;
+  /** Told when confirming or giving back a claim failed. @default - ignored */
+  readonly onDedupFailure?: (failure: DedupBookkeepingFailure) => void;
+}
+
+/**
+ * Sends one notification unless it was sent already; waits (defers) while the provider's
+ * circuit is open or its rate limit is spent.
+ * @throws what the provider throws (transient: the job retries with backoff; permanent: DLQ);
+ * the claim is given back first, since nothing was sent.
+ */
+export async function sendNotification(
+  deps: SendNotificationDeps,
+  payload: NotificationSendPayload,
+  correlationId: string,
+): Promise<NotificationOutcome> {
+  // Cheap local checks first: an open circuit or a spent bucket touches neither DynamoDB nor the provider.
+  const circuit = deps.breaker.snapshot();
+  if (circuit.retryAfterMs > 0) return deferred('circuit-open', circuit.retryAfterMs, deps.random);
+  const token = deps.bucket.take(deps.maxRateWaitMs);
+  if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
+
+  const key = notificationKey(payload.orderId, payload.template);
+  if ((await deps.dedup.claim(key, deps.inFlightClaimSeconds)) === 'duplicate') return { kind: 'duplicate' };
+
+  let messageId: string;
+  try {
+    if (token.waitMs > 0) await deps.sleep(token.waitMs);
+    ({ messageId } = await deps.breaker.execute(() =>
+      deps.provider.send(
+        {
+          to: payload.recipient,
+          template: payload.template,
+          orderId: payload.orderId,
+          orderVersion: payload.orderVersion,
+        },
+        { idempotencyKey: key, correlationId },
+      ),
+    ));
+  } catch (error) {
+    await bookkeeping(deps, 'release', key, () => deps.dedup.release(key));
+    // Another call opened the circuit, or took the half-open probe, while this one waited.
+    if (error instanceof CircuitOpenError) {
+      return deferred('circuit-open', deps.breaker.snapshot().retryAfterMs, deps.random);
+    }
+    throw error;
+  }
+  await bookkeeping(deps, 'confirm', key, () => deps.dedup.confirm(key, deps.sentClaimSeconds));
+  return { kind: 'sent', messageId };
+}
+
+function deferred(
+  reason: 'circuit-open' | 'rate-limited',
+  waitMs: number,
+  random: Random,
+): NotificationOutcome {
+  return { kind: 'deferred', reason, deferSeconds: waitDeferSeconds(waitMs, random) };
+}
+
+/**
+ * Dedup bookkeeping after the outcome is settled must not change it: a claim that cannot be
+ * confirmed still expires after the in-flight window (the provider's key then stops a second
+ * send); one that cannot be given back expires the same way. Both are reported.
+ */
+async function bookkeeping(
+  deps: SendNotificationDeps,
+  step: DedupBookkeepingFailure['step'],
+  key: string,
+  action: () => Promise<void>,
+): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    deps.onDedupFailure?.({ step, key, error });
+  }
+}

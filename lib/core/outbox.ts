@@ -1,0 +1,158 @@
+/**
+ * The transactional outbox (D6): follow-up jobs of an order change, derived from the orders
+ * table's stream, never sent by a consumer after its commit.
+ *
+ * When an order becomes PAID, one `notification.send` (order-paid) and one `inventory.reserve`
+ * per line are enqueued. Each carries an idempotency key derived from the order, its version and
+ * the job, and is guarded by a producer-side dedup claim on that key (Q1), so a stream record
+ * delivered twice enqueues once. Degrade mode (B3): sheddable work is not enqueued (counted and
+ * logged by the caller), deferrable work is enqueued with a delay, critical work goes ahead.
+ */
+import type { Criticality } from '../config/schema';
+import { admit } from './admission';
+import type { Random } from './backoff';
+import { degradeDeferSeconds } from './deferral';
+import { makeEnvelope, type JobEnvelope, type JobTypeName } from './envelope';
+import type { ConfirmableDedupStore } from './notification';
+import type { Order } from './order';
+import type { OrderState } from './state-machine';
+
+/** One follow-up job of an order change. */
+export interface FollowUp {
+  /** Producer-side dedup record key (Q1): `outbox:` + the idempotency key. */
+  readonly dedupKey: string;
+  readonly envelope: JobEnvelope;
+}
+
+/** What became of one follow-up. */
+export type FollowUpOutcome =
+  | { readonly kind: 'enqueued'; readonly followUp: FollowUp; readonly delaySeconds: number }
+  | { readonly kind: 'duplicate'; readonly followUp: FollowUp }
+  | { readonly kind: 'shed'; readonly followUp: FollowUp };
+
+/** Enqueues one job; `delaySeconds` 0 means at once. */
+export type Enqueue = (envelope: JobEnvelope, delaySeconds: number) => Promise<void>;
+
+/** What relayFollowUps needs. */
+export interface OutboxDeps {
+  readonly dedup: ConfirmableDedupStore;
+  readonly enqueue: Enqueue;
+  /** The declared criticality of a job type (pipeline config). */
+  readonly criticalityOf: (type: JobTypeName) => Criticality;
+  readonly degraded: boolean;
+  readonly random: Random;
+  /**
+   * Claim held while the job is being enqueued, seconds: at least the function timeout, so no live
+   * attempt loses it.
+   */
+  readonly inFlightClaimSeconds: number;
+  /** Claim once enqueued, seconds: longer than a stream record can be redelivered. */
+  readonly sentClaimSeconds: number;
+  /**
+   * Told when confirming or giving back a claim failed; neither fails the change: an unconfirmed
+   * claim still holds for inFlightClaimSeconds, an unreleased one expires by then. @default - ignored
+   */
+  readonly onDedupFailure?: (step: 'confirm' | 'release', key: string, error: unknown) => void;
+}
+
+/** Whether this change makes the order PAID (an insert as PAID counts). */
+export function becamePaid(oldState: OrderState | undefined, newState: OrderState | undefined): boolean {
+  return newState === 'PAID' && oldState !== 'PAID';
+}
+
+/** The idempotency key of a follow-up: order, version and job, so each change's jobs are distinct. */
+export function followUpKey(orderId: string, version: number, job: string): string {
+  return `order:${orderId}:v${version}:${job}`;
+}
+
+/**
+ * The follow-up jobs of a change from `oldState` to `order` (undefined when the order was
+ * removed). Only the change into PAID has follow-ups.
+ */
+export function followUpsForOrderChange(
+  oldState: OrderState | undefined,
+  order: Order | undefined,
+  now: Date,
+): FollowUp[] {
+  if (order === undefined || !becamePaid(oldState, order.state)) return [];
+  const correlationId = order.orderId;
+  const followUp = (envelope: JobEnvelope): FollowUp => ({
+    dedupKey: `outbox:${envelope.idempotencyKey}`,
+    envelope,
+  });
+  const notification = makeEnvelope(
+    'notification.send',
+    {
+      orderId: order.orderId,
+      template: 'order-paid',
+      recipient: order.customerEmail,
+      orderVersion: order.version,
+    },
+    {
+      idempotencyKey: followUpKey(order.orderId, order.version, 'notification.send:order-paid'),
+      correlationId,
+      now,
+    },
+  );
+  // The line index is part of the key: two lines of one SKU are two reservations.
+  const reservations = order.lines.map((line, index) =>
+    makeEnvelope(
+      'inventory.reserve',
+      { orderId: order.orderId, sku: line.sku, quantity: line.quantity },
+      {
+        idempotencyKey: followUpKey(order.orderId, order.version, `inventory.reserve:${index}:${line.sku}`),
+        correlationId,
+        now,
+      },
+    ),
+  );
+  return [followUp(notification), ...reservations.map(followUp)];
+}
+
+/**
+ * Enqueues each follow-up at most once per dedup key, applying degrade-mode admission. A failed
+ * enqueue gives its claim back and throws, so the stream record is retried; follow-ups enqueued
+ * before it are found as duplicates on the retry.
+ */
+export async function relayFollowUps(
+  followUps: readonly FollowUp[],
+  deps: OutboxDeps,
+): Promise<FollowUpOutcome[]> {
+  const outcomes: FollowUpOutcome[] = [];
+  for (const followUp of followUps) {
+    const admission = admit(deps.criticalityOf(followUp.envelope.type), deps.degraded);
+    if (admission === 'shed') {
+      outcomes.push({ kind: 'shed', followUp });
+      continue;
+    }
+    if ((await deps.dedup.claim(followUp.dedupKey, deps.inFlightClaimSeconds)) === 'duplicate') {
+      outcomes.push({ kind: 'duplicate', followUp });
+      continue;
+    }
+    const delaySeconds = admission === 'defer' ? degradeDeferSeconds(deps.random) : 0;
+    try {
+      await deps.enqueue(followUp.envelope, delaySeconds);
+    } catch (error) {
+      await bookkeeping(deps, 'release', followUp.dedupKey, () => deps.dedup.release(followUp.dedupKey));
+      throw error;
+    }
+    await bookkeeping(deps, 'confirm', followUp.dedupKey, () =>
+      deps.dedup.confirm(followUp.dedupKey, deps.sentClaimSeconds),
+    );
+    outcomes.push({ kind: 'enqueued', followUp, delaySeconds });
+  }
+  return outcomes;
+}
+
+async function bookkeeping(
+  deps: OutboxDeps,
+  step: 'confirm' | 'release',
+  key: string,
+  action: () => Promise<void>,
+): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    deps.onDedupFailure?.(step, key, error);
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * RedisCache against a real Redis: the VersionedCache contract (the Lua scripts agree with the
+ * core's rules and the in-memory fake), atomicity under concurrency, prefix eviction, and fast
+ * failure when Redis is down (a private redis-server; the shared one is never stopped).
+ */
+import type Redis from 'ioredis';
+import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
+import { decodeEntry, RedisCache } from '../../lib/adapters/redis/redis-cache';
+import { CacheUnavailableError } from '../../lib/core/errors';
+import { redisClient, uniqueName } from '../helpers/aws';
+import { startOwnRedis, type OwnRedis } from '../helpers/redis-server';
+import { describeVersionedCacheContract } from '../helpers/versioned-cache-contract';
+
+jest.setTimeout(30_000);
+
+const COMMAND_TIMEOUT_MS = 250;
+// Every key of this file sits under one unique prefix; afterAll deletes exactly those.
+const PREFIX = `${uniqueName('it-redis-cache')}:`;
+
+function requireRedisUrl(): string {
+  const url = process.env.REDIS_URL;
+  if (url === undefined) throw new Error('REDIS_URL is not set: run through the jest integration project');
+  return url;
+}
+
+let connection: RedisConnection;
+let cache: RedisCache;
+let admin: Redis;
+let counter = 0;
+const key = (label: string): string => {
+  counter += 1;
+  return `${PREFIX}${label}:${counter}`;
+};
+
+beforeAll(() => {
+  connection = connectRedis(
+    { kind: 'url', url: requireRedisUrl() },
+    { commandTimeoutMs: COMMAND_TIMEOUT_MS },
+  );
+  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  admin = redisClient();
+});
+
+afterAll(async () => {
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await admin.del(...keys);
+  } while (cursor !== '0');
+  await admin.quit();
+  await connection.close();
+});
+
+describe('Class: RedisCache', () => {
+  describeVersionedCacheContract({ cache: () => cache, freshKey: key });
+
+  describe('Method: putIfNewer', () => {
+    it('when the key holds data that is not an entry, it is replaced', async () => {
+      // Prepare
+      const k = key('foreign');
+      await admin.set(k, 'something else', 'PX', 60_000);
+
+      // Act
+      const result = await cache.putIfNewer(k, 1, { ok: true }, 60_000);
+
+      // Assess
+      expect(result).toBe('written');
+      expect(await cache.get(k)).toEqual({ kind: 'value', version: 1, value: { ok: true } });
+    });
+
+    it('when a version is not a non-negative safe integer, it refuses before calling Redis', async () => {
+      // Act
+      const writing = cache.putIfNewer(key('bad-version'), 1.5, {}, 60_000);
+
+      // Assess
+      await expect(writing).rejects.toThrow(RangeError);
+    });
+
+    it('when 200 write-backs and invalidations race on one key, the entry ends at the highest version and never went below an applied invalidation', async () => {
+      // Prepare
+      const k = key('race');
+      const versions = Array.from({ length: 200 }, (_, i) => (i * 37) % 101);
+      const fences = new Set([13, 58, 99]);
+
+      // Act
+      const results = await Promise.all(
+        versions.map((v) =>
+          fences.has(v) ? cache.fence(k, v, 60_000) : cache.putIfNewer(k, v, { v }, 60_000),
+        ),
+      );
+
+      // Assess
+      const entry = await cache.get(k);
+      expect(entry?.version).toBe(100);
+      expect(entry?.kind).toBe('value');
+      expect(results.filter((r) => r === 'written' || r === 'fenced').length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('Method: evictByPrefix', () => {
+    it('when evicting a prefix, it deletes its cached values, keeps its tombstones and locks, and leaves other prefixes alone', async () => {
+      // Prepare
+      const scope = `${PREFIX}evict:${uniqueName('p')}:`;
+      const other = `${PREFIX}keep:${uniqueName('p')}:`;
+      for (let i = 0; i < 25; i += 1) await cache.putIfNewer(`${scope}v${i}`, i, { i }, 60_000);
+      await cache.fence(`${scope}t`, 9, 60_000);
+      await cache.tryLock(`${scope}v1:lock`, 'token', 60_000);
+      await cache.putIfNewer(`${other}v`, 1, { other: true }, 60_000);
+
+      // Act
+      const result = await cache.evictByPrefix(scope, { count: 10 });
+
+      // Assess
+      expect(result).toEqual({ scanned: 27, evicted: 25 });
+      expect(await cache.get(`${scope}v3`)).toBeUndefined();
+      expect(await cache.get(`${scope}t`)).toEqual({ kind: 'tombstone', version: 9 });
+      expect(await admin.get(`${scope}v1:lock`)).toBe('token');
+      expect(await cache.get(`${other}v`)).toEqual({ kind: 'value', version: 1, value: { other: true } });
+    });
+
+    it('when the prefix holds glob characters, they match literally', async () => {
+      // Prepare
+      const scope = `${PREFIX}glob*[x]?:`;
+      await cache.putIfNewer(`${scope}a`, 1, {}, 60_000);
+      await cache.putIfNewer(`${PREFIX}globZZx:a`, 1, {}, 60_000);
+
+      // Act
+      const result = await cache.evictByPrefix(scope);
+
+      // Assess
+      expect(result.evicted).toBe(1);
+      expect(await cache.get(`${PREFIX}globZZx:a`)).toBeDefined();
+    });
+  });
+
+  describe('Function: decodeEntry', () => {
+    it.each([
+      ['v:3:{"a":1}', { kind: 'value', version: 3, value: { a: 1 } }],
+      ['t:4:', { kind: 'tombstone', version: 4 }],
+      ['v:3:not json', undefined],
+      ['hello', undefined],
+      [null, undefined],
+    ])('when the stored string is %p, it decodes to %p', (raw, expected) => {
+      // Act
+      const entry = decodeEntry(raw);
+
+      // Assess
+      expect(entry).toEqual(expected);
+    });
+  });
+});
+
+describe('Class: RedisCache with a Redis that goes down', () => {
+  let own: OwnRedis | undefined;
+  let ownConnection: RedisConnection | undefined;
+
+  afterEach(async () => {
+    await ownConnection?.close();
+    await own?.stop();
+    own = undefined;
+    ownConnection = undefined;
+  });
+
+  it('when the cache is used first, it waits for the connection instead of failing the first command', async () => {
+    // Prepare
+    own = await startOwnRedis();
+    ownConnection = connectRedis({ kind: 'url', url: own.url }, { commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    const ownCache = new RedisCache(ownConnection.client, {
+      ready: () => ownConnection?.ready() ?? Promise.resolve(),
+    });
+
+    // Act
+    const result = await ownCache.putIfNewer('k', 1, { first: true }, 60_000);
+
+    // Assess
+    expect(result).toBe('written');
+  });
+
+  it('when Redis stops, every command fails fast with CacheUnavailableError, and after a restart the cache works again', async () => {
+    // Prepare
+    own = await startOwnRedis();
+    ownConnection = connectRedis({ kind: 'url', url: own.url }, { commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    const ownCache = new RedisCache(ownConnection.client, {
+      ready: () => ownConnection?.ready() ?? Promise.resolve(),
+    });
+    await ownCache.putIfNewer('k', 1, {}, 60_000);
+
+    // Act
+    await own.stop();
+    const started = Date.now();
+    const results = await Promise.allSettled([
+      ownCache.get('k'),
+      ownCache.putIfNewer('k', 2, {}, 60_000),
+      ownCache.fence('k', 3, 60_000),
+      ownCache.tryLock('k:lock', 't', 1_000),
+    ]);
+    const elapsed = Date.now() - started;
+    own = await own.restart();
+    const recovered = await pollUntilWorks(() => ownCache.get('k'));
+
+    // Assess
+    for (const result of results) {
+      expect(result.status).toBe('rejected');
+      expect((result as PromiseRejectedResult).reason).toBeInstanceOf(CacheUnavailableError);
+    }
+    expect(elapsed).toBeLessThan(COMMAND_TIMEOUT_MS * 4);
+    expect(recovered).toBeUndefined();
+  });
+});
+
+/** Retries `read` until it stops failing (ioredis reconnects in the background), for at most 10 s. */
+async function pollUntilWorks<T>(read: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import { InMemoryInventoryStore } from '../../../lib/adapters/fakes/memory-inventory-store';
+import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
+import { classifyError } from '../../../lib/core/errors';
+import {
+  InsufficientStockError,
+  reserveStock,
+  skuLockResource,
+  UnknownSkuError,
+  type ReserveStockDeps,
+} from '../../../lib/core/inventory';
+import { LeaseLock, LeaseLostError, type Every } from '../../../lib/core/lease-lock';
+import { manualClock, sequentialTokens, type ManualClock } from '../../helpers/manual-clock';
+
+const SKU = 'sku-42';
+const LEASE_MS = 10_000;
+
+interface Fixture {
+  readonly clock: ManualClock;
+  readonly locks: InMemoryLockStore;
+  readonly store: InMemoryInventoryStore;
+  readonly lock: LeaseLock;
+  readonly deps: ReserveStockDeps;
+}
+
+/** A heartbeat that never fires unless the test fires it. */
+const never: Every = () => () => undefined;
+
+function fixture(stock = 10): Fixture {
+  const clock = manualClock();
+  const locks = new InMemoryLockStore();
+  const store = new InMemoryInventoryStore();
+  store.seed(SKU, stock);
+  const lock = new LeaseLock({ store: locks, clock, newToken: sequentialTokens() });
+  return {
+    clock,
+    locks,
+    store,
+    lock,
+    deps: { lock, store, clock, random: () => 0, leaseTtlMs: LEASE_MS, every: never },
+  };
+}
+
+describe('Function: reserveStock', () => {
+  it('when the SKU is free and has stock, it reserves under the lease fence and releases the lock', async () => {
+    // Prepare
+    const { deps, store, locks } = fixture();
+
+    // Act
+    const outcome = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'reserved', release: { released: true } });
+    const stock = await store.get(SKU);
+    expect(stock?.available).toBe(7);
+    expect(stock?.reservations['order-1']).toMatchObject({ quantity: 3 });
+    expect(stock?.fence).toBe(outcome.kind === 'reserved' ? outcome.fence : NaN);
+    expect((await locks.get(skuLockResource(SKU)))?.holder).toBeUndefined();
+  });
+
+  it('when the same order is reserved twice, it reports a duplicate and decrements once', async () => {
+    // Prepare
+    const { deps, store } = fixture();
+    await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Act
+    const second = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(second.kind).toBe('duplicate');
+    expect((await store.get(SKU))?.available).toBe(7);
+  });
+
+  it('when another holder has the SKU, it returns busy with a deferral covering the rest of that lease', async () => {
+    // Prepare
+    const { deps, lock, clock, store } = fixture();
+    await lock.acquire(skuLockResource(SKU), LEASE_MS);
+    clock.advance(3_500);
+
+    // Act
+    const outcome = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'busy', holderAgeMs: 3_500, deferSeconds: 7 });
+    expect((await store.get(SKU))?.available).toBe(10);
+  });
+
+  it('when stock is short, it throws a permanent InsufficientStockError naming the numbers and frees the lock', async () => {
+    // Prepare
+    const { deps, locks } = fixture(2);
+
+    // Act
+    const error = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 }).catch(
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).toBeInstanceOf(InsufficientStockError);
+    expect(classifyError(error)).toBe('permanent');
+    expect((error as Error).message).toBe('insufficient stock for SKU sku-42: 3 requested, 2 available');
+    expect((await locks.get(skuLockResource(SKU)))?.holder).toBeUndefined();
+  });
+
+  it('when the SKU does not exist, it throws a permanent UnknownSkuError', async () => {
+    // Prepare
+    const { deps } = fixture();
+
+    // Act
+    const attempt = reserveStock(deps, { sku: 'no-such-sku', orderId: 'order-1', quantity: 1 });
+
+    // Assess
+    await expect(attempt).rejects.toBeInstanceOf(UnknownSkuError);
+  });
+
+  it('when a newer holder wrote while this one held a stale lease, it throws a transient LeaseLostError', async () => {
+    // Prepare
+    const { deps, store, clock } = fixture();
+    const reserve = store.reserve.bind(store);
+    jest.spyOn(store, 'reserve').mockImplementationOnce(async (request) => {
+      // While this write is on its way, its lease expires and a newer holder writes first.
+      clock.advance(LEASE_MS + 1);
+      await reserve({ ...request, orderId: 'order-newer', fence: request.fence + 1 });
+      return reserve(request);
+    });
+
+    // Act
+    const error = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 }).catch(
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(classifyError(error)).toBe('transient');
+    expect((await store.get(SKU))?.reservations['order-1']).toBeUndefined();
+  });
+});

@@ -1,0 +1,297 @@
+import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
+import { CircuitBreaker } from '../../../lib/core/circuit-breaker';
+import type { NotificationSendPayload } from '../../../lib/core/envelope';
+import { CircuitOpenError, PermanentError, TransientError } from '../../../lib/core/errors';
+import {
+  notificationKey,
+  sendNotification,
+  type DedupBookkeepingFailure,
+  type MessagingProvider,
+  type OutgoingMessage,
+  type SendNotificationDeps,
+} from '../../../lib/core/notification';
+import { TokenBucket } from '../../../lib/core/token-bucket';
+import { manualClock, type ManualClock } from '../../helpers/manual-clock';
+
+const PAYLOAD: NotificationSendPayload = {
+  orderId: 'order-7',
+  template: 'order-paid',
+  recipient: 'ayu@example.com',
+  orderVersion: 3,
+};
+const KEY = 'notification:order-7:order-paid';
+const IN_FLIGHT_S = 40;
+const SENT_S = 1_209_600;
+
+/** A provider port that records calls and answers as told. */
+class ScriptedProvider implements MessagingProvider {
+  public readonly calls: { message: OutgoingMessage; idempotencyKey: string; correlationId: string }[] = [];
+  public next: () => Promise<{ messageId: string }> = () => Promise.resolve({ messageId: 'msg-1' });
+
+  public send(
+    message: OutgoingMessage,
+    opts: { idempotencyKey: string; correlationId: string },
+  ): Promise<{ messageId: string }> {
+    this.calls.push({ message, ...opts });
+    return this.next();
+  }
+}
+
+interface Fixture {
+  readonly clock: ManualClock;
+  readonly dedup: InMemoryDedupStore;
+  readonly provider: ScriptedProvider;
+  readonly breaker: CircuitBreaker;
+  readonly bucket: TokenBucket;
+  readonly sleeps: number[];
+  readonly failures: DedupBookkeepingFailure[];
+  readonly deps: SendNotificationDeps;
+}
+
+function fixture(bucket: { rate: number; burst: number } = { rate: 10, burst: 5 }): Fixture {
+  const clock = manualClock();
+  const dedup = new InMemoryDedupStore(clock);
+  const provider = new ScriptedProvider();
+  const breaker = new CircuitBreaker({
+    name: 'messaging-provider',
+    failureThreshold: 2,
+    windowMs: 10_000,
+    coolDownMs: 20_000,
+    clock,
+  });
+  const tokens = new TokenBucket({ ratePerSecond: bucket.rate, burst: bucket.burst, clock });
+  const sleeps: number[] = [];
+  const failures: DedupBookkeepingFailure[] = [];
+  return {
+    clock,
+    dedup,
+    provider,
+    breaker,
+    bucket: tokens,
+    sleeps,
+    failures,
+    deps: {
+      dedup,
+      provider,
+      breaker,
+      bucket: tokens,
+      random: () => 0,
+      sleep: (ms) => {
+        sleeps.push(ms);
+        clock.advance(ms);
+        return Promise.resolve();
+      },
+      maxRateWaitMs: 1_000,
+      inFlightClaimSeconds: IN_FLIGHT_S,
+      sentClaimSeconds: SENT_S,
+      onDedupFailure: (f) => failures.push(f),
+    },
+  };
+}
+
+describe('Function: notificationKey', () => {
+  it('when given an order and a template, it builds the business key the brief names', () => {
+    // Act
+    const key = notificationKey('order-7', 'order-paid');
+
+    // Assess
+    expect(key).toBe(KEY);
+  });
+});
+
+describe('Function: sendNotification', () => {
+  it('when the notification is new, it sends it once with the idempotency key and keeps the claim long', async () => {
+    // Prepare
+    const { deps, provider, dedup, clock } = fixture();
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'sent', messageId: 'msg-1' });
+    expect(provider.calls).toEqual([
+      {
+        message: { to: 'ayu@example.com', template: 'order-paid', orderId: 'order-7', orderVersion: 3 },
+        idempotencyKey: KEY,
+        correlationId: 'corr-1',
+      },
+    ]);
+    expect(dedup.claims.get(KEY)).toBe(Math.floor(clock.ms() / 1000) + SENT_S);
+  });
+
+  it('when the same notification comes again, it reports a duplicate and does not call the provider', async () => {
+    // Prepare
+    const { deps, provider } = fixture();
+    await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Act
+    const second = await sendNotification(deps, { ...PAYLOAD, orderVersion: 4 }, 'corr-2');
+
+    // Assess
+    expect(second).toEqual({ kind: 'duplicate' });
+    expect(provider.calls).toHaveLength(1);
+  });
+
+  it('when another delivery is sending it right now, it reports a duplicate', async () => {
+    // Prepare
+    const { deps, dedup, provider } = fixture();
+    await dedup.claim(KEY, IN_FLIGHT_S);
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'duplicate' });
+    expect(provider.calls).toHaveLength(0);
+  });
+
+  it('when an earlier attempt crashed after claiming, the claim has expired by the time the message returns', async () => {
+    // Prepare
+    const { deps, dedup, clock, provider } = fixture();
+    await dedup.claim(KEY, IN_FLIGHT_S);
+    clock.advance((IN_FLIGHT_S + 1) * 1000);
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome.kind).toBe('sent');
+    expect(provider.calls).toHaveLength(1);
+  });
+
+  it('when the provider fails transiently, it gives the claim back and rethrows so the retry can send', async () => {
+    // Prepare
+    const { deps, provider, dedup } = fixture();
+    const unavailable = new TransientError('HTTP 503');
+    provider.next = () => Promise.reject(unavailable);
+
+    // Act
+    const error = await sendNotification(deps, PAYLOAD, 'corr-1').catch((e: unknown) => e);
+    provider.next = () => Promise.resolve({ messageId: 'msg-2' });
+    const retry = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(error).toBe(unavailable);
+    expect(retry).toEqual({ kind: 'sent', messageId: 'msg-2' });
+    expect(dedup.claims.has(KEY)).toBe(true);
+  });
+
+  it('when the provider refuses the request, it gives the claim back (nothing was sent) and rethrows', async () => {
+    // Prepare
+    const { deps, provider, dedup } = fixture();
+    const refused = new PermanentError('HTTP 400 bad recipient');
+    provider.next = () => Promise.reject(refused);
+
+    // Act
+    const error = await sendNotification(deps, PAYLOAD, 'corr-1').catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBe(refused);
+    expect(dedup.claims.has(KEY)).toBe(false);
+  });
+
+  it('when the circuit is open, it defers for the cool-down without claiming or calling the provider', async () => {
+    // Prepare
+    const { deps, provider, dedup, breaker } = fixture();
+    for (let i = 0; i < 2; i += 1) {
+      await breaker.execute(() => Promise.reject(new TransientError('down'))).catch(() => undefined);
+    }
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'deferred', reason: 'circuit-open', deferSeconds: 20 });
+    expect(provider.calls).toHaveLength(0);
+    expect(dedup.claims.size).toBe(0);
+  });
+
+  it('when the provider keeps failing, it opens the circuit and then defers instead of calling again', async () => {
+    // Prepare
+    const { deps, provider } = fixture();
+    provider.next = () => Promise.reject(new TransientError('HTTP 503'));
+
+    // Act
+    const outcomes: string[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      const outcome = await sendNotification(deps, { ...PAYLOAD, orderId: `order-${i}` }, 'c').catch(
+        () => 'failed',
+      );
+      outcomes.push(typeof outcome === 'string' ? outcome : outcome.kind);
+    }
+
+    // Assess
+    expect(outcomes).toEqual(['failed', 'failed', 'deferred', 'deferred', 'deferred', 'deferred']);
+    expect(provider.calls).toHaveLength(2);
+  });
+
+  it('when the half-open probe is taken by a concurrent call, it gives the claim back and defers', async () => {
+    // Prepare
+    const { deps, provider, dedup, breaker } = fixture();
+    jest.spyOn(breaker, 'execute').mockRejectedValueOnce(new CircuitOpenError('probe in flight'));
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'deferred', reason: 'circuit-open' });
+    expect(provider.calls).toHaveLength(0);
+    expect(dedup.claims.has(KEY)).toBe(false);
+  });
+
+  it('when the rate is spent for longer than the caller waits, it defers without claiming', async () => {
+    // Prepare
+    const { deps, provider, dedup } = fixture({ rate: 0.5, burst: 1 });
+    await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Act
+    const outcome = await sendNotification(deps, { ...PAYLOAD, orderId: 'order-8' }, 'corr-2');
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'deferred', reason: 'rate-limited', deferSeconds: 2 });
+    expect(provider.calls).toHaveLength(1);
+    expect(dedup.claims.size).toBe(1);
+  });
+
+  it('when a token frees up within the wait the caller accepts, it waits in process and sends', async () => {
+    // Prepare
+    const { deps, sleeps } = fixture({ rate: 4, burst: 1 });
+    await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Act
+    const outcome = await sendNotification(deps, { ...PAYLOAD, orderId: 'order-8' }, 'corr-2');
+
+    // Assess
+    expect(outcome.kind).toBe('sent');
+    expect(sleeps).toEqual([250]);
+  });
+
+  it('when confirming the claim fails after the send, it still reports sent and tells about the failure', async () => {
+    // Prepare
+    const { deps, dedup, failures } = fixture();
+    const outage = new Error('DynamoDB unreachable');
+    jest.spyOn(dedup, 'confirm').mockRejectedValueOnce(outage);
+
+    // Act
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
+
+    // Assess
+    expect(outcome.kind).toBe('sent');
+    expect(failures).toEqual([{ step: 'confirm', key: KEY, error: outage }]);
+  });
+
+  it('when giving the claim back fails, it rethrows the provider error, not the bookkeeping one', async () => {
+    // Prepare
+    const { deps, dedup, provider, failures } = fixture();
+    const unavailable = new TransientError('HTTP 503');
+    provider.next = () => Promise.reject(unavailable);
+    jest.spyOn(dedup, 'release').mockRejectedValueOnce(new Error('DynamoDB unreachable'));
+
+    // Act
+    const error = await sendNotification(deps, PAYLOAD, 'corr-1').catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBe(unavailable);
+    expect(failures.map((f) => f.step)).toEqual(['release']);
+  });
+});
