@@ -20,7 +20,7 @@ import {
 } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import {
   cacheKeyspace,
   keysForOrderChange,

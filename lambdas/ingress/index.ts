@@ -21,7 +21,7 @@ import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, METRIC, type ResolvedJobType } from '../../lib/config';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import { admit } from '../../lib/core/admission';
 import { makeEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
 import { classifyError, errorClassName } from '../../lib/core/errors';

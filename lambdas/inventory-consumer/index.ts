@@ -20,7 +20,7 @@ import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, METRIC, type ResolvedJobType } from '../../lib/config';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import { consumerAdmission, degradeDeferSeconds } from '../../lib/core/deferral';
 import { reserveStock, type InventoryStore } from '../../lib/core/inventory';

@@ -20,7 +20,7 @@ import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { DLQ_RETENTION_SECONDS, jobTypeByName, type ResolvedJobType } from '../../lib/config';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import { CircuitBreaker } from '../../lib/core/circuit-breaker';
 import { consumerAdmission, degradeDeferSeconds } from '../../lib/core/deferral';

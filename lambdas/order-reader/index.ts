@@ -20,7 +20,7 @@ import {
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { METRIC } from '../../lib/config/metrics';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
 import {
   CacheAside,

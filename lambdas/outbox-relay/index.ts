@@ -20,7 +20,7 @@ import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, type PipelineConfig } from '../../lib/config';
 import { METRIC } from '../../lib/config/metrics';
 import { StageSchema, type Criticality } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import type { JobEnvelope, JobTypeName } from '../../lib/core/envelope';
 import { ValidationError } from '../../lib/core/errors';

@@ -30,7 +30,7 @@ import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, type ResolvedJobType } from '../../lib/config';
 import { StageSchema } from '../../lib/config/schema';
-import { z } from '../../lib/config/zod';
+import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import type { JobEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
 import { classifyError, TenangError, TransientError, ValidationError } from '../../lib/core/errors';

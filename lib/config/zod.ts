@@ -10,3 +10,9 @@ import { config } from 'zod/mini';
 config(en());
 
 export * from 'zod/mini';
+
+/**
+ * Shadows zod/mini's `z` object: importing it would keep the whole library in every bundle
+ * (~420 KB), so `import { z }` type-checks to `never` and any use of it fails to compile.
+ */
+export const z: never = undefined as never;

@@ -22,7 +22,10 @@ export interface ProvisionedAlarms {
 }
 
 /** Creates every alarm of the template. */
-export async function provisionAlarms(cloudwatch: CloudWatchClient, ctx: ResolveContext): Promise<ProvisionedAlarms> {
+export async function provisionAlarms(
+  cloudwatch: CloudWatchClient,
+  ctx: ResolveContext,
+): Promise<ProvisionedAlarms> {
   const metricAlarms: string[] = [];
   const compositeAlarms: PutCompositeAlarmCommandInput[] = [];
   const entries = Object.entries(ctx.template.Resources);

@@ -114,8 +114,13 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
   const cfn = new CloudFormationClient(clientConfig);
   const cloudwatch = new CloudWatchClient(clientConfig);
   try {
-    const context = await deploymentContext(cfn, assemblyDir, stackName(stage), opts.env.AWS_REGION ?? 'us-east-1');
-    log('creating the alarms (the emulator\'s CloudFormation skips them)…');
+    const context = await deploymentContext(
+      cfn,
+      assemblyDir,
+      stackName(stage),
+      opts.env.AWS_REGION ?? 'us-east-1',
+    );
+    log("creating the alarms (the emulator's CloudFormation skips them)…");
     const alarms = await provisionAlarms(cloudwatch, context);
     return { stackName: stackName(stage), assemblyDir, context, alarms };
   } finally {

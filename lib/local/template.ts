@@ -11,12 +11,17 @@ import { queueNameFromUrl } from '../adapters/aws/deployment';
 
 /** A CloudFormation template (the parts read here). */
 export interface Template {
-  readonly Resources: Record<string, { Type: string; Properties?: Record<string, unknown>; Metadata?: Record<string, unknown> }>;
+  readonly Resources: Record<
+    string,
+    { Type: string; Properties?: Record<string, unknown>; Metadata?: Record<string, unknown> }
+  >;
 }
 
 /** Reads `<stack>.template.json` from a cloud assembly directory. */
 export function readTemplate(assemblyDir: string, stackName: string): Template {
-  return JSON.parse(fs.readFileSync(path.join(assemblyDir, `${stackName}.template.json`), 'utf8')) as Template;
+  return JSON.parse(
+    fs.readFileSync(path.join(assemblyDir, `${stackName}.template.json`), 'utf8'),
+  ) as Template;
 }
 
 /** The deployment context references resolve against. */
@@ -70,7 +75,9 @@ function getAtt(ctx: ResolveContext, logicalId: string, attribute: string): stri
     case 'AWS::SNS::Topic.TopicArn':
       return id;
     default:
-      throw new UnresolvableReferenceError(`cannot resolve Fn::GetAtt ${logicalId}.${attribute} (${String(type)})`);
+      throw new UnresolvableReferenceError(
+        `cannot resolve Fn::GetAtt ${logicalId}.${attribute} (${String(type)})`,
+      );
   }
 }
 

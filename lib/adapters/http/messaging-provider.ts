@@ -1,5 +1,5 @@
 /** MessagingProvider over the provider's HTTP API: `POST {baseUrl}/messages` with an Idempotency-Key (I3, D4). */
-import { z } from '../../config/zod';
+import * as z from '../../config/zod';
 import type { MessagingProvider, OutgoingMessage } from '../../core/notification';
 import { postJson, ProviderUnavailableError } from './provider-client';
 

@@ -1,5 +1,5 @@
 /** PaymentProvider over the provider's HTTP API: `POST {baseUrl}/charges` with an Idempotency-Key (I3, D4). */
-import { z } from '../../config/zod';
+import * as z from '../../config/zod';
 import type { Charge, ChargeRequest, PaymentProvider } from '../../core/payment';
 import { postJson, ProviderUnavailableError } from './provider-client';
 

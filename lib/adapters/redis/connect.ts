@@ -8,7 +8,7 @@
 import { fromEnv } from '@aws-sdk/credential-provider-env';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import Redis, { type RedisOptions } from 'ioredis';
-import { z } from '../../config/zod';
+import * as z from '../../config/zod';
 import { CacheUnavailableError } from '../../core/errors';
 import { IamTokenSource, type IamTokenTarget } from './elasticache-iam';
 

@@ -1,5 +1,5 @@
 import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
-import { z } from '../../../lib/config/zod';
+import * as z from '../../../lib/config/zod';
 
 /** A function's environment as a consumer would declare it. */
 const ConsumerEnv = z.object({

@@ -6,7 +6,7 @@ import {
   cacheEnvCheck,
   RedisConnection,
 } from '../../../lib/adapters/redis/connect';
-import { z } from '../../../lib/config/zod';
+import * as z from '../../../lib/config/zod';
 
 const Schema = z.object({ ...CACHE_ENV_SHAPE }).check(cacheEnvCheck());
 
