@@ -1,6 +1,7 @@
 /**
  * Bundle size and cold module-load time of every handler, against a bare handler that only
- * constructs the same AWS SDK clients (the load no code of ours can avoid). Bundled with the
+ * constructs the same AWS SDK clients, and the Redis client where the handler uses one (the load
+ * no code of ours can avoid). Bundled with the
  * options NodejsFunction uses (lib/infra/defaults.ts), loaded in fresh Node processes,
  * interleaved with the baseline so machine noise hits both alike.
  */
@@ -68,12 +69,16 @@ function topPackages(meta: Metafile, limit = 6): { name: string; bytes: number }
     .slice(0, limit);
 }
 
-/** Which @aws-sdk/client-* packages (and their exported client class) a bundle includes. */
+/**
+ * The unavoidable clients a bundle includes: its @aws-sdk/client-* packages and, for the
+ * functions that talk to the cache, the Redis client.
+ */
 function sdkClients(meta: Metafile): string[] {
   const clients = new Set<string>();
   for (const input of Object.keys(meta.inputs)) {
     const m = /node_modules\/@aws-sdk\/(client-[a-z0-9-]+)\//.exec(input);
     if (m?.[1] !== undefined) clients.add(m[1]);
+    if (/node_modules\/ioredis\//.test(input)) clients.add('ioredis');
   }
   return [...clients].sort();
 }
@@ -89,10 +94,14 @@ function clientClassName(pkg: string): string {
 }
 
 function baselineSource(clients: readonly string[]): string {
-  const lines = clients.map(
-    (pkg, i) => `import { ${clientClassName(pkg)} as C${i} } from '@aws-sdk/${pkg}';`,
+  const lines = clients.map((pkg, i) =>
+    pkg === 'ioredis'
+      ? `import C${i} from 'ioredis';`
+      : `import { ${clientClassName(pkg)} as C${i} } from '@aws-sdk/${pkg}';`,
   );
-  const constructs = clients.map((_, i) => `new C${i}({});`);
+  const constructs = clients.map((pkg, i) =>
+    pkg === 'ioredis' ? `new C${i}({ lazyConnect: true });` : `new C${i}({});`,
+  );
   return `${lines.join('\n')}\n${constructs.join('\n')}\nexport const handler = async () => ({});\n`;
 }
 

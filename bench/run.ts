@@ -7,11 +7,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { measureBundles, type BundleResult } from './bundles';
+import { measureCache, type CacheResults } from './cache';
 
 interface Results {
   readonly generatedAt: string;
   readonly machine: { readonly node: string; readonly cpus: number; readonly platform: string };
   readonly bundles?: readonly BundleResult[];
+  readonly cache?: CacheResults;
 }
 
 function kib(bytes: number): string {
@@ -29,7 +31,7 @@ function report(r: Results): string {
     lines.push(
       '## Handler bundles and module load time',
       '',
-      'Each handler bundled as NodejsFunction bundles it (esbuild, minified, ESM, node22), loaded in a fresh Node process; the baseline is a bare handler that only constructs the same AWS SDK clients. Target: ratio ≤ 1.15.',
+      'Each handler bundled as NodejsFunction bundles it (esbuild, minified, ESM, node22), loaded in a fresh Node process; the baseline is a bare handler that only constructs the same AWS SDK clients (and the Redis client where the handler has one). Target: ratio ≤ 1.15.',
       '',
       '| handler | bundle | bare bundle | load ms | bare load ms | ratio | SDK clients | largest packages |',
       '|---|---|---|---|---|---|---|---|',
@@ -40,14 +42,38 @@ function report(r: Results): string {
       '',
     );
   }
+  if (r.cache !== undefined) {
+    lines.push(
+      '## Cache',
+      '',
+      `Redis round trips per cache hit: **${r.cache.roundTripsPerHit.toFixed(2)}** over ${r.cache.hitReads} sequential warm reads (target 1).`,
+      '',
+      'Loader calls (reads reaching DynamoDB) when one hot key expires under 500 concurrent readers spread over 10 processes of 5 simulated instances each (50 instances, each with its own Redis connection and in-process single-flight); the load takes 200 ms. Target for ours: 1.',
+      '',
+      '| protection | readers | loader calls | Redis commands | p99 ms |',
+      '|---|---|---|---|---|',
+      ...r.cache.stampede.map(
+        (s) =>
+          `| ${s.protection === 'none' ? 'naive cache-aside' : s.protection === 'full' ? '**ours** (single-flight + Redis load lock)' : 'single-flight only'} | ${s.readers} | ${s.loaderCalls} | ${s.redisCommands} | ${s.p99Ms.toFixed(0)} |`,
+      ),
+      '',
+    );
+  }
   return lines.join('\n');
+}
+
+function requireEnv(name: string): string {
+  const value = process.env[name];
+  if (value === undefined)
+    throw new Error(`${name} is not set: run through \`npm run bench\`, which starts the local servers`);
+  return value;
 }
 
 async function main(): Promise<void> {
   const program = new Command('bench')
     .description('Measure calls per job, cache round trips, stampede protection, bundle size and load time.')
     .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
-    .option('--only <sections>', 'comma-separated: bundles', 'bundles')
+    .option('--only <sections>', 'comma-separated: bundles,cache', 'bundles,cache')
     .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname));
   program.parse();
   const opts = program.opts<{ runs: string; only: string; out: string }>();
@@ -59,6 +85,7 @@ async function main(): Promise<void> {
     generatedAt: new Date().toISOString(),
     machine: { node: process.version, cpus: os.cpus().length, platform: process.platform },
     bundles: only.has('bundles') ? await measureBundles({ runs: Number(opts.runs), log }) : undefined,
+    cache: only.has('cache') ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log }) : undefined,
   };
   fs.mkdirSync(opts.out, { recursive: true });
   fs.writeFileSync(path.join(opts.out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);

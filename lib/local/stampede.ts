@@ -39,8 +39,12 @@ export interface StampedeOptions {
   readonly protection?: StampedeProtection;
   /** @default - the reference pipeline's stage cache settings */
   readonly settings?: CachePolicySettings & { readonly commandTimeoutMs?: number };
-  /** Key prefix; the key is deleted afterwards. @default - a random `tenang:stampede:<hex>:` */
+  /** Key prefix; the key is deleted afterwards unless keepKey. @default - a random `tenang:stampede:<hex>:` */
   readonly keyPrefix?: string;
+  /** Leave the key in Redis (several processes share one stampede, or a warm read follows). @default false */
+  readonly keepKey?: boolean;
+  /** Epoch ms at which the readers start, after connecting (lines up several processes). @default now */
+  readonly startAt?: number;
 }
 
 /** What a stampede cost. */
@@ -166,6 +170,7 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
   try {
     // Connect every instance first: the stampede measures reads, not cold connections.
     await Promise.all(connections.map((c) => c.ready()));
+    if (options.startAt !== undefined) await sleepMs(Math.max(0, options.startAt - Date.now()));
     const sources: Record<CacheSource, number> = { hit: 0, miss: 0, bypass: 0 };
     const latencies: number[] = [];
     const started = performance.now();
@@ -200,7 +205,9 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
     };
   } finally {
     const first = connections[0];
-    if (first !== undefined) await first.client.del(key, `${key}:lock`).catch(() => undefined);
+    if (first !== undefined && options.keepKey !== true) {
+      await first.client.del(key, `${key}:lock`).catch(() => undefined);
+    }
     await Promise.all(connections.map((c) => c.close()));
   }
 }

@@ -1,0 +1,143 @@
+/**
+ * Cache figures against the real Redis: loader calls per hot-key expiry with 500 readers spread
+ * over several processes (each process holds several simulated instances: its own connections
+ * and single-flight), naive cache-aside against ours; and Redis round trips per cache hit.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import {
+  measureStampede,
+  type StampedeOptions,
+  type StampedeProtection,
+  type StampedeResult,
+} from '../lib/local/stampede';
+
+const run = promisify(execFile);
+
+/** Latency of one load from the source of truth during the stampede, ms. */
+const LOADER_LATENCY_MS = 200;
+
+/** One stampede over several processes. */
+export interface StampedeFigure {
+  readonly protection: StampedeProtection;
+  readonly processes: number;
+  readonly instancesPerProcess: number;
+  readonly readers: number;
+  readonly loaderCalls: number;
+  readonly redisCommands: number;
+  readonly p99Ms: number;
+}
+
+/** The cache section of the report. */
+export interface CacheResults {
+  readonly stampede: readonly StampedeFigure[];
+  /** Redis round trips per read of a warm key (target 1). */
+  readonly roundTripsPerHit: number;
+  readonly hitReads: number;
+}
+
+async function stampedeOverProcesses(
+  redisUrl: string,
+  protection: StampedeProtection,
+  processes: number,
+  readersPerProcess: number,
+  instancesPerProcess: number,
+  keyPrefix: string,
+  keepKey: boolean,
+): Promise<StampedeResult[]> {
+  const startAt = Date.now() + 3_000;
+  const worker = path.join(__dirname, 'stampede-worker.ts');
+  return Promise.all(
+    Array.from({ length: processes }, async () => {
+      const options: StampedeOptions = {
+        redisUrl,
+        readers: readersPerProcess,
+        instances: instancesPerProcess,
+        protection,
+        keyPrefix,
+        keepKey: true,
+        startAt,
+        // A load slow enough that every process's readers overlap it (a busy table under a stampede).
+        loaderLatencyMs: LOADER_LATENCY_MS,
+      };
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', worker, JSON.stringify(options)], {
+        env: process.env,
+      });
+      return JSON.parse(stdout) as StampedeResult;
+    }),
+  ).finally(async () => {
+    if (keepKey) return;
+    const { default: Redis } = await import('ioredis');
+    const client = new Redis(redisUrl);
+    await client.del(`${keyPrefix}hot:{item-1}`, `${keyPrefix}hot:{item-1}:lock`);
+    client.disconnect();
+  });
+}
+
+function figure(
+  protection: StampedeProtection,
+  processes: number,
+  instances: number,
+  results: readonly StampedeResult[],
+): StampedeFigure {
+  return {
+    protection,
+    processes,
+    instancesPerProcess: instances,
+    readers: results.reduce((s, r) => s + r.readers, 0),
+    loaderCalls: results.reduce((s, r) => s + r.loaderCalls, 0),
+    redisCommands: results.reduce((s, r) => s + r.cacheCommands, 0),
+    p99Ms: Math.max(...results.map((r) => r.latencyMs.p99)),
+  };
+}
+
+/** Measures the stampede (50 instances × 10 readers over 10 processes) and a warm read. */
+export async function measureCache(opts: {
+  redisUrl: string;
+  log: (line: string) => void;
+}): Promise<CacheResults> {
+  const processes = 10;
+  const instancesPerProcess = 5; // 50 simulated instances in all
+  const readersPerProcess = 50; // 500 readers in all
+  const stampede: StampedeFigure[] = [];
+  for (const protection of ['none', 'single-flight', 'full'] as const) {
+    const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
+    const results = await stampedeOverProcesses(
+      opts.redisUrl,
+      protection,
+      processes,
+      readersPerProcess,
+      instancesPerProcess,
+      prefix,
+      false,
+    );
+    const f = figure(protection, processes, instancesPerProcess, results);
+    opts.log(
+      `stampede ${protection}: ${f.loaderCalls} loader calls for ${f.readers} readers, ${f.redisCommands} Redis commands`,
+    );
+    stampede.push(f);
+  }
+  // Warm reads, one at a time (concurrent reads would share one GET through single-flight).
+  const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
+  let hits = 0;
+  let commands = 0;
+  const reads = 50;
+  for (let i = 0; i <= reads; i += 1) {
+    const r = await measureStampede({
+      redisUrl: opts.redisUrl,
+      readers: 1,
+      instances: 1,
+      keyPrefix: prefix,
+      keepKey: i < reads,
+    });
+    // The first read fills the key; the rest are hits.
+    if (i > 0) {
+      hits += r.sources.hit;
+      commands += r.cacheCommands;
+    }
+  }
+  opts.log(`warm reads: ${hits} hits, ${commands} Redis commands`);
+  return { stampede, roundTripsPerHit: hits === 0 ? Number.NaN : commands / hits, hitReads: hits };
+}
