@@ -3,17 +3,20 @@
  * - `POST /orders` creates a PENDING order at version 0 → 201.
  * - `POST /orders/{id}/payments` with an `Idempotency-Key` header enqueues a payment.capture job
  *   on the FIFO payments queue → 202. Producer-side dedup: a record keyed on the header lives
- *   24 h, so double clicks and webhook re-sends long after SQS's 5-minute FIFO dedup window
- *   answer 202 with the same job id and send nothing.
+ *   24 h once the job is sent, so double clicks and webhook re-sends long after SQS's 5-minute
+ *   FIFO dedup window answer 202 with the same job id and send nothing. A repeat that arrives
+ *   while the first request is still sending (or died before it could) answers 409 with
+ *   Retry-After, like Stripe, and sends nothing; once that claim expires a retry sends.
  * `GET /orders/{id}` belongs to the order-reader; every other route is 404.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { SSMClient } from '@aws-sdk/client-ssm';
+
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
@@ -34,6 +37,12 @@ export const SERVICE_NAME = 'ingress';
 
 /** How long a payment request's Idempotency-Key collapses repeats (Stripe keeps keys 24 h too). */
 export const PRODUCER_DEDUP_TTL_SECONDS = 24 * 60 * 60;
+
+/**
+ * How long a key is claimed while its job is being sent: twice the function's 10 s timeout
+ * (lib/infra/ingress.ts), so no live request loses it; a request that died frees it by then.
+ */
+export const IN_FLIGHT_CLAIM_SECONDS = 20;
 
 /** What a shed request is told to wait before trying again. */
 export const SHED_RETRY_AFTER_SECONDS = 30;
@@ -252,9 +261,24 @@ export function createHandler(
     if (mismatch.length > 0) return badRequest('payment does not match the order', mismatch);
 
     const dedupKey = `payment.capture:${jobId}`;
-    if ((await deps.dedup.claim(dedupKey, PRODUCER_DEDUP_TTL_SECONDS)) === 'duplicate') {
+    const claim = await deps.dedup.claim(dedupKey, IN_FLIGHT_CLAIM_SECONDS);
+    if (claim === 'done') {
       logger.info('duplicate payment request: answered with the first job id, nothing sent');
       return json(202, { jobId, orderId, paymentId: payload.paymentId, status: 'accepted', duplicate: true });
+    }
+    if (claim === 'in-flight') {
+      // Not 202: the first request may still fail, and a 202 here would promise a job that never comes.
+      logger.info('payment request with this key in progress: answered 409, nothing sent');
+      return json(
+        409,
+        {
+          error: 'a request with this Idempotency-Key is in progress; retry later',
+          jobId,
+          orderId,
+          retryAfterSeconds: IN_FLIGHT_CLAIM_SECONDS,
+        },
+        { 'retry-after': String(IN_FLIGHT_CLAIM_SECONDS) },
+      );
     }
     const envelope = makeEnvelope('payment.capture', payload, {
       idempotencyKey: paymentCaptureKey(payload.paymentId),
@@ -278,13 +302,22 @@ export function createHandler(
         }),
       );
     } catch (error) {
-      // Not sent: give the key back so the client's retry is not taken for a duplicate.
+      // Not sent: give the key back so the client's retry is sent at once.
       await deps.dedup.release(dedupKey).catch((releaseError: unknown) =>
-        logger.error('dedup claim not released: a retry within 24 h will not be sent', {
+        logger.warn('dedup claim not released: retries answer 409 until it expires', {
           error: releaseError as Error,
         }),
       );
       throw error;
+    }
+    try {
+      await deps.dedup.confirm(dedupKey, PRODUCER_DEDUP_TTL_SECONDS);
+    } catch (confirmError) {
+      // The job is sent: answer 202. The claim stays in flight until it expires; a repeat after
+      // that sends again, which the FIFO dedup id (5 minutes) and the consumer's idempotency absorb.
+      logger.error('dedup claim not confirmed: a repeat after the in-flight window will be sent again', {
+        error: confirmError as Error,
+      });
     }
     if (deferred) deps.metrics.addMetric(METRIC.jobDeferred, MetricUnit.Count, 1);
     logger.info(deferred ? 'payment job enqueued, deferred' : 'payment job enqueued');
@@ -323,19 +356,18 @@ export function createHandler(
 }
 
 /** SDK timeouts well under API Gateway's 30 s and the function's 10 s (D4). */
-const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000 } } as const;
 
 /** Builds the handler's dependencies from the environment. */
 export function depsFromEnv(env: IngressEnv): IngressDeps {
   const { logger, metrics } = observability(SERVICE_NAME);
-  const dynamo = new DynamoDBClient(SDK_TIMEOUTS);
+  const dynamo = newDynamoDbClient();
   return {
     paymentJobType: jobTypeByName(stageConfig(env.TENANG_STAGE, env.AWS_REGION), 'payment.capture'),
     paymentQueueUrl: env.PAYMENT_QUEUE_URL,
-    sqs: new SQSClient(SDK_TIMEOUTS),
+    sqs: newSqsClient(),
     orders: new DynamoDbOrderStore(dynamo, env.ORDERS_TABLE),
     dedup: new DynamoDbDedupStore(dynamo, env.DEDUP_TABLE),
-    degradeFlag: new SsmDegradeFlag(new SSMClient(SDK_TIMEOUTS), env.DEGRADE_FLAG),
+    degradeFlag: new SsmDegradeFlag(newSsmClient(), env.DEGRADE_FLAG),
     logger,
     metrics,
   };

@@ -12,6 +12,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
@@ -184,7 +185,6 @@ async function degraded(deps: InventoryConsumerDeps, logger: Logger): Promise<bo
 }
 
 /** SDK timeouts well under the function's (D4); the SDK's own retries stay within them. */
-const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
 
 /** The SDK clients the handler uses. */
 interface InventoryClients {
@@ -214,8 +214,8 @@ export function depsFromEnv(env: InventoryConsumerEnv, clients: InventoryClients
 /** The deployed handler. */
 export const handler = createHandler(
   depsFromEnv(parseFunctionEnv(SERVICE_NAME, InventoryConsumerEnvSchema), {
-    sqs: new SQSClient(SDK_TIMEOUTS),
-    dynamo: new DynamoDBClient(SDK_TIMEOUTS),
-    ssm: new SSMClient(SDK_TIMEOUTS),
+    sqs: newSqsClient(),
+    dynamo: newDynamoDbClient(),
+    ssm: newSsmClient(),
   }),
 );

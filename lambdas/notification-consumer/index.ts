@@ -2,8 +2,8 @@
  * notification-consumer (Q1–Q2, I3, R4, B3): sends order notifications from the standard
  * notifications queue. Thin: the SQS job runner parses each record and applies the failure
  * policy; the core dedups per (order, template), and calls the messaging provider behind a
- * circuit breaker and a token bucket; waiting (open circuit, spent rate, degrade mode) defers
- * the message instead of failing it.
+ * circuit breaker and a token bucket; waiting (open circuit, spent rate, degrade mode, another
+ * attempt's claim in flight) defers the message instead of failing or dropping it.
  */
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -12,6 +12,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
@@ -24,12 +25,8 @@ import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import { CircuitBreaker } from '../../lib/core/circuit-breaker';
 import { consumerAdmission, degradeDeferSeconds } from '../../lib/core/deferral';
-import {
-  sendNotification,
-  type ConfirmableDedupStore,
-  type MessagingProvider,
-} from '../../lib/core/notification';
-import type { Clock } from '../../lib/core/ports';
+import { sendNotification, type MessagingProvider } from '../../lib/core/notification';
+import type { Clock, DedupStore } from '../../lib/core/ports';
 import { perInstanceRate, TokenBucket } from '../../lib/core/token-bucket';
 
 /** Powertools service name of this function. */
@@ -73,7 +70,7 @@ export interface NotificationConsumerDeps {
   readonly sqs: SQSClient;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  readonly dedup: ConfirmableDedupStore;
+  readonly dedup: DedupStore;
   readonly provider: MessagingProvider;
   /** Per process: keep one across invocations. */
   readonly breaker: CircuitBreaker;
@@ -184,7 +181,6 @@ async function degraded(deps: NotificationConsumerDeps, logger: Logger): Promise
 }
 
 /** SDK timeouts well under the function's (D4); the SDK's own retries stay within them. */
-const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
 
 /** The SDK clients the handler uses. */
 interface NotificationClients {
@@ -230,8 +226,8 @@ export function depsFromEnv(
 /** The deployed handler. */
 export const handler = createHandler(
   depsFromEnv(parseFunctionEnv(SERVICE_NAME, NotificationConsumerEnvSchema), {
-    sqs: new SQSClient(SDK_TIMEOUTS),
-    dynamo: new DynamoDBClient(SDK_TIMEOUTS),
-    ssm: new SSMClient(SDK_TIMEOUTS),
+    sqs: newSqsClient(),
+    dynamo: newDynamoDbClient(),
+    ssm: newSsmClient(),
   }),
 );

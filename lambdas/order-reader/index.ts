@@ -4,10 +4,11 @@
  * down or slow the order is served from DynamoDB as a bypass. `X-Cache` says which.
  */
 import { setTimeout as sleepMs } from 'node:timers/promises';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { newDynamoDbClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
@@ -166,7 +167,7 @@ const connection = connectRedis(cacheConnectionSettings(env), {
   onError: (error) => logger.warn('Redis connection error', { error: error.message }),
 });
 /** SDK timeouts well under the function's 5 s (D4). */
-const dynamo = new DynamoDBClient({ requestHandler: { connectionTimeout: 1_000, requestTimeout: 2_000 } });
+const dynamo = newDynamoDbClient();
 
 /** The deployed handler. */
 export const handler = createHandler({

@@ -2,16 +2,19 @@
  * outbox-relay (D6, Q1, B3): the orders table's stream is the transactional outbox. When an order
  * becomes PAID, this enqueues its follow-up jobs (lib/core/outbox.ts): a notification and one
  * reservation per line, each once per (order, version, job) thanks to a producer-side dedup
- * record, so a stream record delivered twice enqueues once. In degrade mode notifications are
+ * record, so a stream record delivered twice enqueues once. A follow-up still claimed by an
+ * attempt that died before sending fails the record transiently: the mapping retries it, and once
+ * that claim expires (the function timeout) the retry sends it. In degrade mode notifications are
  * shed (counted and logged, never dropped silently) and reservations are enqueued with a delay.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
 import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { SSMClient } from '@aws-sdk/client-ssm';
+
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
@@ -23,8 +26,7 @@ import { StageSchema, type Criticality } from '../../lib/config/schema';
 import * as z from '../../lib/config/zod';
 import type { Random } from '../../lib/core/backoff';
 import type { JobEnvelope, JobTypeName } from '../../lib/core/envelope';
-import { ValidationError } from '../../lib/core/errors';
-import type { ConfirmableDedupStore } from '../../lib/core/notification';
+import { ClaimInFlightError, ValidationError } from '../../lib/core/errors';
 import { OrderSchema } from '../../lib/core/order';
 import {
   becamePaid,
@@ -33,7 +35,7 @@ import {
   type Enqueue,
   type FollowUpOutcome,
 } from '../../lib/core/outbox';
-import type { Clock } from '../../lib/core/ports';
+import type { Clock, DedupStore } from '../../lib/core/ports';
 import { ORDER_STATES, type OrderState } from '../../lib/core/state-machine';
 
 /** Powertools service name of this function. */
@@ -63,7 +65,7 @@ export type FollowUpJobType = Extract<JobTypeName, 'notification.send' | 'invent
 
 /** What the handler needs; tests pass clients bound to the emulator, or fakes. */
 export interface OutboxRelayDeps {
-  readonly dedup: ConfirmableDedupStore;
+  readonly dedup: DedupStore;
   readonly enqueue: Enqueue;
   readonly criticalityOf: (type: JobTypeName) => Criticality;
   /** Reads the degrade flag (cached for a few seconds). */
@@ -187,6 +189,13 @@ export function createHandler(
           dedupKey: key,
           error: error as Error,
         }),
+    }).catch((error: unknown) => {
+      if (error instanceof ClaimInFlightError) {
+        logger.warn('follow-up claimed by another attempt; the record is retried until its claim expires', {
+          dedupKey: error.key,
+        });
+      }
+      throw error;
     });
     for (const outcome of outcomes) report(logger, outcome);
   }
@@ -205,7 +214,6 @@ export function createHandler(
 }
 
 /** SDK timeouts well under the function's (D4). */
-const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
 
 /** Builds the handler's dependencies from the environment. */
 export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
@@ -214,10 +222,10 @@ export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
   if (relay === undefined)
     throw new Error(`the pipeline config declares no stream consumer "${SERVICE_NAME}"`);
   const { logger, metrics } = observability(SERVICE_NAME);
-  const flag = new SsmDegradeFlag(new SSMClient(SDK_TIMEOUTS), env.DEGRADE_FLAG);
+  const flag = new SsmDegradeFlag(newSsmClient(), env.DEGRADE_FLAG);
   return {
-    dedup: new DynamoDbDedupStore(new DynamoDBClient(SDK_TIMEOUTS), env.DEDUP_TABLE),
-    enqueue: sqsEnqueue(new SQSClient(SDK_TIMEOUTS), {
+    dedup: new DynamoDbDedupStore(newDynamoDbClient(), env.DEDUP_TABLE),
+    enqueue: sqsEnqueue(newSqsClient(), {
       'notification.send': env.NOTIFICATION_QUEUE_URL,
       'inventory.reserve': env.INVENTORY_QUEUE_URL,
     }),

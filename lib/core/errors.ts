@@ -50,6 +50,20 @@ export class IllegalTransitionError extends PermanentError {}
 /** The entity changed between the read and the conditional write (optimistic concurrency): read again and retry. */
 export class ConcurrentUpdateError extends TransientError {}
 
+/**
+ * A dedup key is claimed by another attempt that has not finished, or died before it could
+ * confirm or give the claim back: retry once that claim has expired (Q1).
+ */
+export class ClaimInFlightError extends TransientError {
+  /** The dedup key the other attempt holds. */
+  public readonly key: string;
+
+  public constructor(key: string, options?: { cause?: unknown }) {
+    super(`${key} is claimed by another attempt; retry once its claim has expired`, options);
+    this.key = key;
+  }
+}
+
 /** The circuit breaker is open: the dependency is failing, retry after it cools down (R4). */
 export class CircuitOpenError extends TransientError {}
 

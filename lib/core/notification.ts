@@ -4,8 +4,10 @@
  *
  * Three layers keep a notification single: a dedup claim taken before the provider call, the
  * provider's own idempotency key, and the queue's deferral instead of retry storms. The claim is
- * short while the call is in flight (a crash frees it before the message returns) and made long
- * once the provider accepted; a failed call gives it back so the retry can send.
+ * short and in flight while the call runs (a crash frees it before the message returns) and made
+ * a long 'done' record once the provider accepted; a failed call gives it back so the retry can
+ * send. A copy that finds another attempt's claim in flight waits for it (deferred) instead of
+ * being dropped: that attempt may still fail and give its claim back.
  */
 import type { Random } from './backoff';
 import { CircuitOpenError } from './errors';
@@ -35,12 +37,6 @@ export interface MessagingProvider {
   ): Promise<{ readonly messageId: string }>;
 }
 
-/** A DedupStore whose claim can be kept longer once the work it guards is done. */
-export interface ConfirmableDedupStore extends DedupStore {
-  /** Keeps `key` claimed for `ttlSeconds` from now. */
-  confirm(key: string, ttlSeconds: number): Promise<void>;
-}
-
 /** The business key of a notification: dedup record and provider idempotency key alike. */
 export function notificationKey(orderId: string, template: string): string {
   return `notification:${orderId}:${template}`;
@@ -52,9 +48,12 @@ export type NotificationOutcome =
   | { readonly kind: 'duplicate' }
   | {
       readonly kind: 'deferred';
-      readonly reason: 'circuit-open' | 'rate-limited';
+      readonly reason: DeferReason;
       readonly deferSeconds: number;
     };
+
+/** Why a notification waits: the provider's circuit, its rate limit, or another attempt's claim. */
+export type DeferReason = 'circuit-open' | 'rate-limited' | 'in-flight';
 
 /** A dedup bookkeeping step failed after the outcome was settled; worth a warning, not a retry. */
 export interface DedupBookkeepingFailure {
@@ -65,7 +64,7 @@ export interface DedupBookkeepingFailure {
 
 /** What sendNotification needs. */
 export interface SendNotificationDeps {
-  readonly dedup: ConfirmableDedupStore;
+  readonly dedup: DedupStore;
   readonly provider: MessagingProvider;
   readonly breaker: CircuitBreaker;
   readonly bucket: TokenBucket;
@@ -76,7 +75,8 @@ export interface SendNotificationDeps {
   /**
    * Claim while the call is in flight, seconds: longer than the function timeout (no live
    * attempt loses it), shorter than the visibility timeout minus the function timeout (a crashed
-   * attempt's claim is gone when its message returns).
+   * attempt's claim is gone when its message returns). A copy that finds a claim in flight is
+   * deferred this long.
    */
   readonly inFlightClaimSeconds: number;
   /** Claim once sent, seconds: as long as any copy of the message can still be delivered. */
@@ -87,7 +87,7 @@ export interface SendNotificationDeps {
 
 /**
  * Sends one notification unless it was sent already; waits (defers) while the provider's
- * circuit is open or its rate limit is spent.
+ * circuit is open, its rate limit is spent, or another attempt holds the notification's claim.
  * @throws what the provider throws (transient: the job retries with backoff; permanent: DLQ);
  * the claim is given back first, since nothing was sent.
  */
@@ -103,7 +103,10 @@ export async function sendNotification(
   if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
 
   const key = notificationKey(payload.orderId, payload.template);
-  if ((await deps.dedup.claim(key, deps.inFlightClaimSeconds)) === 'duplicate') return { kind: 'duplicate' };
+  const claim = await deps.dedup.claim(key, deps.inFlightClaimSeconds);
+  if (claim === 'done') return { kind: 'duplicate' };
+  // By then the other attempt has confirmed (a duplicate), given the claim back or died (its claim expired).
+  if (claim === 'in-flight') return deferred('in-flight', deps.inFlightClaimSeconds * 1000, deps.random);
 
   let messageId: string;
   try {
@@ -131,11 +134,7 @@ export async function sendNotification(
   return { kind: 'sent', messageId };
 }
 
-function deferred(
-  reason: 'circuit-open' | 'rate-limited',
-  waitMs: number,
-  random: Random,
-): NotificationOutcome {
+function deferred(reason: DeferReason, waitMs: number, random: Random): NotificationOutcome {
   return { kind: 'deferred', reason, deferSeconds: waitDeferSeconds(waitMs, random) };
 }
 

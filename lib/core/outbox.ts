@@ -5,16 +5,19 @@
  * When an order becomes PAID, one `notification.send` (order-paid) and one `inventory.reserve`
  * per line are enqueued. Each carries an idempotency key derived from the order, its version and
  * the job, and is guarded by a producer-side dedup claim on that key (Q1), so a stream record
- * delivered twice enqueues once. Degrade mode (B3): sheddable work is not enqueued (counted and
- * logged by the caller), deferrable work is enqueued with a delay, critical work goes ahead.
+ * delivered twice enqueues once. A claim left in flight by a dead attempt is never taken for
+ * done: the record is retried until that claim expires, then sent. Degrade mode (B3): sheddable
+ * work is not enqueued (counted and logged by the caller), deferrable work is enqueued with a
+ * delay, critical work goes ahead.
  */
 import type { Criticality } from '../config/schema';
 import { admit } from './admission';
 import type { Random } from './backoff';
 import { degradeDeferSeconds } from './deferral';
 import { makeEnvelope, type JobEnvelope, type JobTypeName } from './envelope';
-import type { ConfirmableDedupStore } from './notification';
+import { ClaimInFlightError } from './errors';
 import type { Order } from './order';
+import type { DedupStore } from './ports';
 import type { OrderState } from './state-machine';
 
 /** One follow-up job of an order change. */
@@ -35,7 +38,7 @@ export type Enqueue = (envelope: JobEnvelope, delaySeconds: number) => Promise<v
 
 /** What relayFollowUps needs. */
 export interface OutboxDeps {
-  readonly dedup: ConfirmableDedupStore;
+  readonly dedup: DedupStore;
   readonly enqueue: Enqueue;
   /** The declared criticality of a job type (pipeline config). */
   readonly criticalityOf: (type: JobTypeName) => Criticality;
@@ -43,14 +46,15 @@ export interface OutboxDeps {
   readonly random: Random;
   /**
    * Claim held while the job is being enqueued, seconds: at least the function timeout, so no live
-   * attempt loses it.
+   * attempt loses it; also how long a job whose attempt died waits before a retry sends it.
    */
   readonly inFlightClaimSeconds: number;
   /** Claim once enqueued, seconds: longer than a stream record can be redelivered. */
   readonly sentClaimSeconds: number;
   /**
    * Told when confirming or giving back a claim failed; neither fails the change: an unconfirmed
-   * claim still holds for inFlightClaimSeconds, an unreleased one expires by then. @default - ignored
+   * claim stays in flight for inFlightClaimSeconds (a later redelivery sends again, absorbed by the
+   * consumer's dedup), an unreleased one expires by then. @default - ignored
    */
   readonly onDedupFailure?: (step: 'confirm' | 'release', key: string, error: unknown) => void;
 }
@@ -110,9 +114,14 @@ export function followUpsForOrderChange(
 }
 
 /**
- * Enqueues each follow-up at most once per dedup key, applying degrade-mode admission. A failed
- * enqueue gives its claim back and throws, so the stream record is retried; follow-ups enqueued
- * before it are found as duplicates on the retry.
+ * Enqueues each follow-up once per dedup key, applying degrade-mode admission. A failed enqueue
+ * gives its claim back and throws, so the stream record is retried; follow-ups enqueued before it
+ * are found done on the retry.
+ * @throws ClaimInFlightError (transient) when another attempt's claim holds a follow-up: that
+ * attempt may have died between its claim and its send, so skipping would lose the job. The
+ * stream record is retried; once the claim expires the retry sends it. At worst a job is then
+ * sent twice (the dead attempt sent but did not confirm), which the consumers' own dedup absorbs
+ * (Q2: notification key and provider idempotency key, reservation per order).
  */
 export async function relayFollowUps(
   followUps: readonly FollowUp[],
@@ -125,10 +134,12 @@ export async function relayFollowUps(
       outcomes.push({ kind: 'shed', followUp });
       continue;
     }
-    if ((await deps.dedup.claim(followUp.dedupKey, deps.inFlightClaimSeconds)) === 'duplicate') {
+    const claim = await deps.dedup.claim(followUp.dedupKey, deps.inFlightClaimSeconds);
+    if (claim === 'done') {
       outcomes.push({ kind: 'duplicate', followUp });
       continue;
     }
+    if (claim === 'in-flight') throw new ClaimInFlightError(followUp.dedupKey);
     const delaySeconds = admission === 'defer' ? degradeDeferSeconds(deps.random) : 0;
     try {
       await deps.enqueue(followUp.envelope, delaySeconds);

@@ -27,10 +27,24 @@ export interface OrderStore {
   ): Promise<Order>;
 }
 
-/** Producer-side and consumer-side dedup records (Q1), with a TTL. */
+/**
+ * What claiming a dedup key found: 'claimed' (it was free, or its record had expired), 'done' (a
+ * confirmed record: the guarded work happened) or 'in-flight' (another attempt's unexpired claim:
+ * that attempt is still working, or died and its claim has not expired yet).
+ */
+export type ClaimResult = 'claimed' | 'done' | 'in-flight';
+
+/**
+ * Producer-side and consumer-side dedup records (Q1), with a TTL. A claim is short and marked
+ * in flight while the guarded work runs, so a dead attempt's claim expires and its work is
+ * retried instead of being taken for done; confirm makes it a long 'done' record. An expired
+ * record counts as absent.
+ */
 export interface DedupStore {
-  /** Claims `key` for `ttlSeconds`: 'claimed' the first time, 'duplicate' after. */
-  claim(key: string, ttlSeconds: number): Promise<'claimed' | 'duplicate'>;
+  /** Claims `key` as in flight for `ttlSeconds`, in one conditional write. */
+  claim(key: string, ttlSeconds: number): Promise<ClaimResult>;
+  /** Marks `key` done for `ttlSeconds` from now: the guarded work succeeded. */
+  confirm(key: string, ttlSeconds: number): Promise<void>;
   /** Gives a claim back (the work it guarded failed and must be retried). */
   release(key: string): Promise<void>;
 }

@@ -105,6 +105,7 @@ export class PipelineStack extends Stack {
       environment: { ...common, ...this.cache.connectionEnvironment },
       vpc: this.cache.functionPlacement,
       eventSourceEnabled: enabled,
+      decoupleFromStream: traits.decoupleStreamMappings,
     });
     this.cache.grantConnect(this.cacheInvalidator.consumer.function);
 
@@ -120,6 +121,7 @@ export class PipelineStack extends Stack {
         DEDUP_TABLE: t.dedup.tableName,
       },
       eventSourceEnabled: enabled,
+      decoupleFromStream: traits.decoupleStreamMappings,
     });
     // Producer-side dedup of follow-up jobs: a stream retry never enqueues twice (Q1).
     t.dedup.grantReadWriteData(this.outboxRelay.consumer.function);

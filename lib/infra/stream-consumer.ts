@@ -5,6 +5,7 @@
  */
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -28,7 +29,16 @@ export interface StreamConsumerProps {
   readonly vpc?: FunctionVpcPlacement;
   /** @default true */
   readonly eventSourceEnabled?: boolean;
+  /**
+   * Emulator only: attach the mapping to the on-failure queue and record the stream ARN in the
+   * `tenang:stream-arn` metadata (see TargetTraits.decoupleStreamMappings).
+   * @default false
+   */
+  readonly decoupleFromStream?: boolean;
 }
+
+/** Metadata key holding a decoupled stream mapping's real stream ARN. */
+export const STREAM_ARN_METADATA = 'tenang:stream-arn';
 
 /** A stream-triggered function with its on-failure queue. */
 export class StreamConsumer extends Construct {
@@ -81,5 +91,16 @@ export class StreamConsumer extends Construct {
       enabled: props.eventSourceEnabled ?? true,
     });
     this.consumer.function.addEventSource(this.eventSource);
+    if (props.decoupleFromStream === true) {
+      const mapping = this.consumer.function.node.children.find(
+        (c): c is lambda.EventSourceMapping => c instanceof lambda.EventSourceMapping,
+      );
+      const cfn = mapping?.node.defaultChild as lambda.CfnEventSourceMapping | undefined;
+      if (cfn === undefined || props.table.tableStreamArn === undefined) {
+        throw new Error('StreamConsumer: no event source mapping to decouple');
+      }
+      cfn.addPropertyOverride('EventSourceArn', this.failureQueue.queueArn);
+      cfn.addMetadata(STREAM_ARN_METADATA, props.table.tableStreamArn);
+    }
   }
 }

@@ -31,6 +31,13 @@ export interface TargetTraits {
    * fails on the parameter (KeyError 'BootstrapVersion'), so a re-deploy could never update.
    */
   readonly bootstrapVersionRule: boolean;
+  /**
+   * On the emulator, a DynamoDB stream mapping is attached to its on-failure queue instead of
+   * the stream (the real stream ARN goes into the resource's `tenang:stream-arn` metadata for
+   * the local platform): moto invokes every function mapped to a table's stream on each write,
+   * Enabled or not, and then discards the stream's records, so no local poller could read them.
+   */
+  readonly decoupleStreamMappings: boolean;
 }
 
 /** Reads the target from CDK context; anything but the two known values is an error. */
@@ -46,5 +53,6 @@ export function targetTraits(scope: Construct): TargetTraits {
     eventSourcesEnabled: raw === 'aws',
     managedCache: raw === 'aws',
     bootstrapVersionRule: raw === 'aws',
+    decoupleStreamMappings: raw === 'emulator',
   };
 }

@@ -14,6 +14,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type * as IngressModule from '../../lambdas/ingress';
 import type * as PaymentConsumerModule from '../../lambdas/payment-consumer';
+import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { TransactionalDynamoDBPersistenceLayer } from '../../lib/adapters/aws/transactional-persistence';
 import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
@@ -209,6 +210,33 @@ describe('Function: ingress handler (integration)', () => {
     // Assess
     expect(resent.status).toBe(202);
     expect(resent.json).toMatchObject({ jobId: first.json.jobId, duplicate: true });
+    expect(await drain()).toEqual([]);
+  });
+
+  it('when a request with the same Idempotency-Key is still in flight, it answers 409 with Retry-After and sends nothing', async () => {
+    // Prepare: another request claimed the key in the real dedup table and has not sent yet.
+    const orderId = await createOrder();
+    const key = uniqueName('inflight');
+    const jobId = ingress.paymentJobId(orderId, key);
+    await new DynamoDbDedupStore(dynamo, dedupTable).claim(
+      `payment.capture:${jobId}`,
+      ingress.IN_FLIGHT_CLAIM_SECONDS,
+    );
+
+    // Act
+    const response = await ingress.handler(
+      httpApiEvent('POST', `/orders/${orderId}/payments`, {
+        pathParameters: { id: orderId },
+        headers: { 'Idempotency-Key': key },
+        body: JSON.stringify({ paymentId: `pay-${orderId}`, amountMinor: 1250, currency: 'EUR' }),
+      }),
+      CONTEXT,
+    );
+
+    // Assess
+    expect(response.statusCode).toBe(409);
+    expect(response.headers?.['retry-after']).toBe(String(ingress.IN_FLIGHT_CLAIM_SECONDS));
+    expect(responseJson(response)).toMatchObject({ jobId, orderId });
     expect(await drain()).toEqual([]);
   });
 

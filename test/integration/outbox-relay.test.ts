@@ -25,6 +25,8 @@ import { METRIC } from '../../lib/config/metrics';
 import { TABLE_KEYS } from '../../lib/config/tables';
 import { parseEnvelope, type JobEnvelope } from '../../lib/core/envelope';
 import type { Order } from '../../lib/core/order';
+import type { Enqueue } from '../../lib/core/outbox';
+import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
 import { StreamTail, streamsClient } from '../helpers/dynamodb-stream';
 import { lambdaContext } from '../helpers/sqs-events';
@@ -105,8 +107,14 @@ afterAll(async () => {
   ssm.destroy();
 });
 
-/** A relay over the real tables, queues and a degrade flag of its own. */
-async function newRelay(degraded: boolean): Promise<{
+/**
+ * A relay over the real tables, queues and a degrade flag of its own; `clock` moves the dedup
+ * records' time, `enqueue` replaces SQS (a relay that dies while sending).
+ */
+async function newRelay(
+  degraded: boolean,
+  opts: { clock?: () => Date; enqueue?: Enqueue } = {},
+): Promise<{
   handle: (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
   metricNames: () => string[];
 }> {
@@ -124,16 +132,19 @@ async function newRelay(degraded: boolean): Promise<{
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
   const addMetric = jest.spyOn(metrics, 'addMetric');
   const handle = relay.createHandler({
-    dedup: new DynamoDbDedupStore(dynamo, dedupTable),
-    enqueue: relay.sqsEnqueue(sqs, {
-      'notification.send': queues.notification,
-      'inventory.reserve': queues.inventory,
-    }),
+    dedup: new DynamoDbDedupStore(dynamo, dedupTable, opts.clock),
+    enqueue:
+      opts.enqueue ??
+      relay.sqsEnqueue(sqs, {
+        'notification.send': queues.notification,
+        'inventory.reserve': queues.inventory,
+      }),
     criticalityOf: relay.criticalityFrom(stageConfig('it', process.env.AWS_REGION)),
     isDegraded: () => flag.isDegraded(),
     functionTimeoutSeconds: 15,
     logger: new Logger({ serviceName: 'outbox-relay', logLevel: 'SILENT' }),
     metrics,
+    clock: opts.clock,
   });
   return {
     handle: (event) => handle(event, CONTEXT),
@@ -223,6 +234,47 @@ describe('Outbox relay (moto)', () => {
       { orderId, sku: 'sku-b', quantity: 1 },
     ]);
     expect(r.metricNames().filter((n) => n === METRIC.duplicateIgnored)).toHaveLength(3);
+  });
+
+  it('when the relay dies between claiming a follow-up and sending it, a retry within the claim fails the record and one after it enqueues each follow-up exactly once', async () => {
+    // Prepare: the dead relay claims the notification (for the 15 s function timeout), then its
+    // process stops inside the send.
+    const orderId = uniqueName('ord');
+    const event = await paidOrderEvent(orderId);
+    const start = Date.now();
+    let sending = false;
+    const dead = await newRelay(false, {
+      clock: () => new Date(start),
+      enqueue: () => {
+        sending = true;
+        return new Promise<void>(() => undefined);
+      },
+    });
+    void dead.handle(event);
+    await pollUntil(() => Promise.resolve(sending ? true : undefined), {
+      description: 'the dead relay to reach its send',
+      deadlineMs: 10_000,
+      intervalMs: 10,
+    });
+    const modify = event.Records[1]?.dynamodb?.SequenceNumber;
+
+    // Act
+    const early = await (await newRelay(false, { clock: () => new Date(start + 10_000) })).handle(event);
+    const late = await (await newRelay(false, { clock: () => new Date(start + 16_000) })).handle(event);
+    const again = await (await newRelay(false, { clock: () => new Date(start + 17_000) })).handle(event);
+    const notifications = await drain(queues.notification, orderId);
+    const reservations = await drain(queues.inventory, orderId);
+
+    // Assess
+    expect(early.batchItemFailures).toEqual([{ itemIdentifier: modify }]);
+    expect([late.batchItemFailures, again.batchItemFailures]).toEqual([[], []]);
+    expect(notifications.map((e) => e.idempotencyKey)).toEqual([
+      `order:${orderId}:v1:notification.send:order-paid`,
+    ]);
+    expect(reservations.map((e) => e.idempotencyKey)).toEqual([
+      `order:${orderId}:v1:inventory.reserve:0:sku-a`,
+      `order:${orderId}:v1:inventory.reserve:1:sku-b`,
+    ]);
   });
 
   it('when the stage is degraded, the notification is shed and counted, and the reservations are enqueued delayed', async () => {

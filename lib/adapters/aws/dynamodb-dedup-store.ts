@@ -1,10 +1,20 @@
 /** DedupStore over a DynamoDB table with a TTL attribute (conditional put; Q1). */
-import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Clock, DedupStore } from '../../core/ports';
+import type { ClaimResult, Clock, DedupStore } from '../../core/ports';
 import { TABLE_KEYS } from '../../config/tables';
 
-/** Dedup records: `{ dedupKey, expiration }`; an expired record counts as absent (TTL deletes late). */
+/** The attribute holding a record's status, 'in-flight' or 'done' (a reserved word in expressions). */
+const STATUS = 'status';
+
+/**
+ * Dedup records: `{ dedupKey, status, expiration }`; an expired record counts as absent (TTL
+ * deletes late).
+ */
 export class DynamoDbDedupStore implements DedupStore {
   private readonly doc: DynamoDBDocumentClient;
 
@@ -16,37 +26,38 @@ export class DynamoDbDedupStore implements DedupStore {
     this.doc = DynamoDBDocumentClient.from(client);
   }
 
-  public async claim(key: string, ttlSeconds: number): Promise<'claimed' | 'duplicate'> {
-    const nowEpoch = Math.floor(this.clock().getTime() / 1000);
+  /**
+   * One conditional put; when the key is held, the failed condition returns the record
+   * (ReturnValuesOnConditionCheckFailure), so telling 'done' from 'in-flight' costs no read.
+   */
+  public async claim(key: string, ttlSeconds: number): Promise<ClaimResult> {
+    const nowEpoch = this.nowEpoch();
     const { partitionKey, ttl } = TABLE_KEYS.dedup;
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { [partitionKey]: key, [ttl]: nowEpoch + ttlSeconds },
+          Item: { [partitionKey]: key, [STATUS]: 'in-flight', [ttl]: nowEpoch + ttlSeconds },
           ConditionExpression: 'attribute_not_exists(#k) OR #ttl < :now',
           ExpressionAttributeNames: { '#k': partitionKey, '#ttl': ttl },
           ExpressionAttributeValues: { ':now': nowEpoch },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return 'claimed';
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return 'duplicate';
+      if (error instanceof ConditionalCheckFailedException) return heldStatus(key, error.Item);
       throw error;
     }
   }
 
-  /**
-   * Keeps a claim for `ttlSeconds` from now (unconditional put): a short in-progress claim
-   * becomes a long "done" record once the guarded work succeeded.
-   */
+  /** Rewrites the record as done with the longer expiry (unconditional put). */
   public async confirm(key: string, ttlSeconds: number): Promise<void> {
-    const nowEpoch = Math.floor(this.clock().getTime() / 1000);
     const { partitionKey, ttl } = TABLE_KEYS.dedup;
     await this.doc.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { [partitionKey]: key, [ttl]: nowEpoch + ttlSeconds },
+        Item: { [partitionKey]: key, [STATUS]: 'done', [ttl]: this.nowEpoch() + ttlSeconds },
       }),
     );
   }
@@ -56,4 +67,24 @@ export class DynamoDbDedupStore implements DedupStore {
       new DeleteCommand({ TableName: this.tableName, Key: { [TABLE_KEYS.dedup.partitionKey]: key } }),
     );
   }
+
+  private nowEpoch(): number {
+    return Math.floor(this.clock().getTime() / 1000);
+  }
+}
+
+/**
+ * The status of the record that failed the claim's condition. The document client does not
+ * unmarshall an exception's item, so it arrives as attribute values. A record without a status
+ * predates statuses: those were 24 h producer records and confirmed claims, hence 'done'.
+ */
+function heldStatus(key: string, item: Record<string, AttributeValue> | undefined): ClaimResult {
+  if (item === undefined) {
+    // DynamoDB always returns the old item here; without it, in flight and done look alike.
+    throw new Error(`dedup claim of ${key} failed its condition but returned no record (ALL_OLD)`);
+  }
+  const status = item[STATUS]?.S;
+  if (status === undefined || status === 'done') return 'done';
+  if (status === 'in-flight') return 'in-flight';
+  throw new Error(`dedup record ${key} has an unknown status "${status}"`);
 }

@@ -6,7 +6,9 @@
  *   its error class, message, attempt count and failure times, and the record counts as handled
  *   so the event source mapping deletes it;
  * - a transient error sets the message's visibility to a full-jitter backoff and reports the
- *   record as a batch item failure: only that record returns (FIFO: its group only);
+ *   record as a batch item failure: only that record returns (FIFO: its group only, and the
+ *   group-mates skipped behind it are made visible at once, so they do not hold the group for
+ *   the whole visibility timeout);
  * - a deferral (busy lock, degrade mode) re-sends the message with a delay instead of failing
  *   it, so waiting never pushes a job towards the DLQ.
  */
@@ -89,12 +91,6 @@ export interface SqsJobRunnerOptions<T extends JobTypeName> {
    * rate limit in the handler sees each outcome before the next call (R4). @default true
    */
   readonly processInParallel?: boolean;
-  /**
-   * FIFO only: make records skipped after a failure in their group visible again at once, so the
-   * failed record's backoff is not stretched to the visibility timeout (see releaseSkipped).
-   * @default false
-   */
-  readonly releaseSkippedFifoRecords?: boolean;
 }
 
 /** Raised to report a record as a batch item failure after its visibility was set. */
@@ -316,7 +312,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
           processor,
           { context, skipGroupOnError: true, throwOnFullBatchFailure: false },
         );
-        if (opts.releaseSkippedFifoRecords === true) await releaseSkipped(event, response, attempted);
+        await releaseSkipped(event, response, attempted);
         return response;
       }
       const processor = new BatchProcessor(EventType.SQS);

@@ -1,24 +1,29 @@
-/** DedupStore in memory, with the DynamoDB adapter's expiry rule, for unit tests. */
-import type { ConfirmableDedupStore } from '../../core/notification';
-import type { Clock } from '../../core/ports';
+/** DedupStore in memory, with the DynamoDB adapter's expiry and status rules, for unit tests. */
+import type { ClaimResult, Clock, DedupStore } from '../../core/ports';
 
-/** An in-memory dedup store; an expired claim counts as absent, as in DynamoDbDedupStore. */
-export class InMemoryDedupStore implements ConfirmableDedupStore {
-  /** Claims by key: expiry in epoch seconds. */
-  public readonly claims = new Map<string, number>();
+/** One dedup record: its status and its expiry in epoch seconds. */
+export interface DedupRecord {
+  readonly status: 'in-flight' | 'done';
+  readonly expiration: number;
+}
+
+/** An in-memory dedup store; an expired record counts as absent, as in DynamoDbDedupStore. */
+export class InMemoryDedupStore implements DedupStore {
+  /** Records by key. */
+  public readonly claims = new Map<string, DedupRecord>();
 
   public constructor(private readonly clock: Clock = () => new Date()) {}
 
-  public claim(key: string, ttlSeconds: number): Promise<'claimed' | 'duplicate'> {
+  public claim(key: string, ttlSeconds: number): Promise<ClaimResult> {
     const now = this.nowEpoch();
-    const expiry = this.claims.get(key);
-    if (expiry !== undefined && expiry >= now) return Promise.resolve('duplicate');
-    this.claims.set(key, now + ttlSeconds);
+    const held = this.claims.get(key);
+    if (held !== undefined && held.expiration >= now) return Promise.resolve(held.status);
+    this.claims.set(key, { status: 'in-flight', expiration: now + ttlSeconds });
     return Promise.resolve('claimed');
   }
 
   public confirm(key: string, ttlSeconds: number): Promise<void> {
-    this.claims.set(key, this.nowEpoch() + ttlSeconds);
+    this.claims.set(key, { status: 'done', expiration: this.nowEpoch() + ttlSeconds });
     return Promise.resolve();
   }
 

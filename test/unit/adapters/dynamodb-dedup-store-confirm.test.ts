@@ -13,7 +13,7 @@ beforeEach(() => {
 
 describe('Class: DynamoDbDedupStore', () => {
   describe('Method: confirm', () => {
-    it('when a claim is confirmed, it rewrites the record with the longer expiry, unconditionally', async () => {
+    it('when a claim is confirmed, it rewrites the record as done with the longer expiry, unconditionally', async () => {
       // Prepare
       docMock.on(PutCommand).resolves({});
       const store = new DynamoDbDedupStore(new DynamoDBClient({ region: 'eu-west-1' }), 'dedup', () => NOW);
@@ -28,6 +28,7 @@ describe('Class: DynamoDbDedupStore', () => {
         TableName: 'dedup',
         Item: {
           dedupKey: 'notification:order-1:order-paid',
+          status: 'done',
           expiration: Math.floor(NOW.getTime() / 1000) + 86_400,
         },
       });

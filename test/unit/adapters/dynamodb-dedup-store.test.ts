@@ -5,6 +5,7 @@ import {
   PutCommand,
   type PutCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { DynamoDbDedupStore } from '../../../lib/adapters/aws/dynamodb-dedup-store';
@@ -20,14 +21,15 @@ const items = new Map<string, Record<string, unknown>>();
 
 /**
  * Evaluates the condition the store sends, the way DynamoDB would, for the two forms it may use:
- * `attribute_not_exists(#name)` and `#name < :value`, joined by OR. Anything else fails the test,
- * so a changed condition is noticed rather than waved through.
+ * `attribute_not_exists(#name)` and `#name < :value`, joined by OR; no condition always holds.
+ * Anything else fails the test, so a changed condition is noticed rather than waved through.
  */
 function conditionHolds(input: PutCommandInput, existing: Record<string, unknown> | undefined): boolean {
   const names = input.ExpressionAttributeNames ?? {};
   const values = input.ExpressionAttributeValues ?? {};
   const nameOf = (token: string): string => names[token] ?? token;
-  return (input.ConditionExpression ?? '').split(/\s+OR\s+/).some((clause) => {
+  if (input.ConditionExpression === undefined) return true;
+  return input.ConditionExpression.split(/\s+OR\s+/).some((clause) => {
     const notExists = /^attribute_not_exists\((#\w+)\)$/.exec(clause.trim());
     if (notExists) return existing === undefined || !(nameOf(notExists[1] as string) in existing);
     const lessThan = /^(#\w+)\s*<\s*(:\w+)$/.exec(clause.trim());
@@ -40,13 +42,26 @@ function conditionHolds(input: PutCommandInput, existing: Record<string, unknown
   });
 }
 
-/** Serves PutCommand from `items`, honoring the condition like DynamoDB. */
+/** The exception DynamoDB raises for a failed condition, carrying `item` the way the SDK does (marshalled). */
+function conditionFailed(item?: Record<string, unknown>): ConditionalCheckFailedException {
+  return new ConditionalCheckFailedException({
+    message: 'The conditional request failed',
+    $metadata: {},
+    Item: item === undefined ? undefined : marshall(item),
+  });
+}
+
+/**
+ * Serves PutCommand from `items`, honoring the condition like DynamoDB, and returning the old
+ * item on a failed condition only when ReturnValuesOnConditionCheckFailure asks for it.
+ */
 function serveTable(): void {
   docMock.on(PutCommand).callsFake((input: PutCommandInput) => {
     const item = input.Item as Record<string, unknown>;
     const key = item.dedupKey as string;
-    if (!conditionHolds(input, items.get(key))) {
-      throw new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+    const existing = items.get(key);
+    if (!conditionHolds(input, existing)) {
+      throw conditionFailed(input.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' ? existing : undefined);
     }
     items.set(key, item);
     return {};
@@ -65,7 +80,7 @@ beforeEach(() => {
 
 describe('Class: DynamoDbDedupStore', () => {
   describe('Method: claim', () => {
-    it('when the key is new, it claims it with a conditional put carrying the TTL', async () => {
+    it('when the key is new, it claims it in flight with one conditional put that returns the old item on failure', async () => {
       // Prepare
       serveTable();
 
@@ -74,16 +89,18 @@ describe('Class: DynamoDbDedupStore', () => {
 
       // Assess
       expect(outcome).toBe('claimed');
+      expect(docMock).toHaveReceivedCommandTimes(PutCommand, 1);
       expect(docMock).toHaveReceivedCommandWith(PutCommand, {
         TableName: TABLE,
-        Item: { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH + 600 },
+        Item: { dedupKey: 'order:ord-1:create', status: 'in-flight', expiration: NOW_EPOCH + 600 },
         ConditionExpression: 'attribute_not_exists(#k) OR #ttl < :now',
         ExpressionAttributeNames: { '#k': 'dedupKey', '#ttl': 'expiration' },
         ExpressionAttributeValues: { ':now': NOW_EPOCH },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       });
     });
 
-    it('when the key was claimed and has not expired, it is a duplicate', async () => {
+    it('when another attempt holds an unexpired in-flight claim, it is in-flight and the claim is kept', async () => {
       // Prepare
       serveTable();
       await storeAt(NOW).claim('order:ord-1:create', 600);
@@ -92,32 +109,84 @@ describe('Class: DynamoDbDedupStore', () => {
       const outcome = await storeAt(new Date(NOW.getTime() + 599_000)).claim('order:ord-1:create', 600);
 
       // Assess
-      expect(outcome).toBe('duplicate');
+      expect(outcome).toBe('in-flight');
+      expect(docMock).toHaveReceivedCommandTimes(PutCommand, 2);
       expect(items.get('order:ord-1:create')).toEqual({
         dedupKey: 'order:ord-1:create',
+        status: 'in-flight',
         expiration: NOW_EPOCH + 600,
       });
     });
 
-    it('when the put fails its condition, it turns ConditionalCheckFailedException into duplicate', async () => {
+    it('when the key was confirmed and has not expired, it is done', async () => {
+      // Prepare
+      serveTable();
+      const store = storeAt(NOW);
+      await store.claim('order:ord-1:create', 15);
+      await store.confirm('order:ord-1:create', 86_400);
+
+      // Act
+      const outcome = await storeAt(new Date(NOW.getTime() + 3_600_000)).claim('order:ord-1:create', 15);
+
+      // Assess
+      expect(outcome).toBe('done');
+      expect(items.get('order:ord-1:create')).toEqual({
+        dedupKey: 'order:ord-1:create',
+        status: 'done',
+        expiration: NOW_EPOCH + 86_400,
+      });
+    });
+
+    it.each([
+      ['in-flight', { dedupKey: 'k', status: 'in-flight', expiration: NOW_EPOCH + 15 }, 'in-flight'],
+      ['done', { dedupKey: 'k', status: 'done', expiration: NOW_EPOCH + 600 }, 'done'],
+      ['without a status (written before statuses)', { dedupKey: 'k', expiration: NOW_EPOCH + 600 }, 'done'],
+    ] as const)(
+      'when the failed condition returns a record %s, it reads the claim from it',
+      async (_label, old, expected) => {
+        // Prepare
+        docMock.on(PutCommand).rejects(conditionFailed(old));
+
+        // Act
+        const outcome = await storeAt(NOW).claim('k', 15);
+
+        // Assess
+        expect(outcome).toBe(expected);
+      },
+    );
+
+    it('when the failed condition returns no record, it fails loudly rather than guess done or in flight', async () => {
+      // Prepare
+      docMock.on(PutCommand).rejects(conditionFailed());
+
+      // Act
+      const claim = storeAt(NOW).claim('k', 15);
+
+      // Assess
+      await expect(claim).rejects.toThrow('dedup claim of k failed its condition but returned no record');
+    });
+
+    it('when the record holds an unknown status, it fails loudly', async () => {
       // Prepare
       docMock
         .on(PutCommand)
-        .rejects(
-          new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} }),
-        );
+        .rejects(conditionFailed({ dedupKey: 'k', status: 'sent', expiration: NOW_EPOCH }));
 
       // Act
-      const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
+      const claim = storeAt(NOW).claim('k', 15);
 
       // Assess
-      expect(outcome).toBe('duplicate');
+      await expect(claim).rejects.toThrow('dedup record k has an unknown status "sent"');
     });
 
     it('when the record has expired but TTL has not deleted it yet, the condition accepts it and it claims again', async () => {
-      // Prepare: TTL deletes up to days late; the record expired one second ago.
+      // Prepare: TTL deletes up to days late; a dead attempt's claim expired one second ago.
       serveTable();
-      items.set('order:ord-1:create', { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH - 1 });
+      items.set('order:ord-1:create', {
+        dedupKey: 'order:ord-1:create',
+        status: 'in-flight',
+        expiration: NOW_EPOCH - 1,
+      });
 
       // Act
       const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
@@ -126,20 +195,25 @@ describe('Class: DynamoDbDedupStore', () => {
       expect(outcome).toBe('claimed');
       expect(items.get('order:ord-1:create')).toEqual({
         dedupKey: 'order:ord-1:create',
+        status: 'in-flight',
         expiration: NOW_EPOCH + 600,
       });
     });
 
-    it('when the record expires exactly now, it is still a duplicate', async () => {
+    it('when the record expires exactly now, it still holds', async () => {
       // Prepare
       serveTable();
-      items.set('order:ord-1:create', { dedupKey: 'order:ord-1:create', expiration: NOW_EPOCH });
+      items.set('order:ord-1:create', {
+        dedupKey: 'order:ord-1:create',
+        status: 'done',
+        expiration: NOW_EPOCH,
+      });
 
       // Act
       const outcome = await storeAt(NOW).claim('order:ord-1:create', 600);
 
       // Assess
-      expect(outcome).toBe('duplicate');
+      expect(outcome).toBe('done');
     });
 
     it('when DynamoDB fails otherwise, it lets the error propagate', async () => {
@@ -165,7 +239,7 @@ describe('Class: DynamoDbDedupStore', () => {
 
         // Assess
         expect(docMock).toHaveReceivedCommandWith(PutCommand, {
-          Item: { dedupKey: 'k', expiration: NOW_EPOCH + 60 },
+          Item: { dedupKey: 'k', status: 'in-flight', expiration: NOW_EPOCH + 60 },
           ExpressionAttributeValues: { ':now': NOW_EPOCH },
         });
       } finally {

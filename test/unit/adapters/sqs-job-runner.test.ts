@@ -667,10 +667,120 @@ describe('Function: createSqsJobRunner', () => {
       // Assess
       expect(failedIds(response)).toEqual(['a-1', 'a-2']);
       expect(runner.handledIds()).toEqual(['a-1', 'b-1', 'b-2']);
-      expect(sqsMock).toHaveReceivedCommandTimes(ChangeMessageVisibilityCommand, 1);
-      expect(sqsMock).toHaveReceivedCommandWith(ChangeMessageVisibilityCommand, {
-        ReceiptHandle: 'receipt-a-1',
+    });
+
+    it('when a record fails, its backoff is set and each group-mate skipped behind it is made visible at once', async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT, {
+        'a-1': () => {
+          throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
+        },
       });
+      const record = (messageId: string, group: string): SQSRecord =>
+        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
+
+      // Act
+      await runner.run(
+        eventOf(
+          record('a-1', 'ord-a'),
+          record('b-1', 'ord-b'),
+          record('a-2', 'ord-a'),
+          record('a-3', 'ord-a'),
+        ),
+      );
+
+      // Assess: SQS keeps the order, since the failed head is still in flight and holds its group.
+      const ceiling = backoffCeilingSeconds(PAYMENT.retry, 1);
+      const backoff = Math.floor(seededRandom(SEED)() * (ceiling + 1));
+      const changes = sqsMock
+        .commandCalls(ChangeMessageVisibilityCommand)
+        .map((call) => [call.args[0].input.ReceiptHandle, call.args[0].input.VisibilityTimeout]);
+      expect(changes).toEqual([
+        ['receipt-a-1', backoff],
+        ['receipt-a-2', 0],
+        ['receipt-a-3', 0],
+      ]);
+      expect(sqsMock).toHaveReceivedCommandWith(ChangeMessageVisibilityCommand, {
+        QueueUrl: queueUrl('tenang-test-payment-capture.fifo'),
+        ReceiptHandle: 'receipt-a-2',
+      });
+    });
+
+    it('when a record is deferred, its group-mates skipped behind it are made visible at once too', async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT, {
+        'a-1': () => ({ kind: 'deferred', delaySeconds: 30, reason: 'lock busy' }),
+      });
+      const record = (messageId: string): SQSRecord =>
+        sqsRecord({
+          jobType: PAYMENT,
+          messageId,
+          body: jobBody('payment.capture', 'ord-a'),
+          groupId: 'ord-a',
+        });
+
+      // Act
+      const response = await runner.run(eventOf(record('a-1'), record('a-2')));
+
+      // Assess
+      expect(failedIds(response)).toEqual(['a-1', 'a-2']);
+      expect(
+        sqsMock
+          .commandCalls(ChangeMessageVisibilityCommand)
+          .map((call) => [call.args[0].input.ReceiptHandle, call.args[0].input.VisibilityTimeout]),
+      ).toEqual([
+        ['receipt-a-1', 30],
+        ['receipt-a-2', 0],
+      ]);
+    });
+
+    it('when making a skipped record visible fails, it is still reported as failed and the failure is logged', async () => {
+      // Prepare
+      sqsMock
+        .on(ChangeMessageVisibilityCommand, { ReceiptHandle: 'receipt-a-2' })
+        .rejects(new Error('ReceiptHandleIsInvalid'));
+      const warn = jest.spyOn(Logger.prototype, 'warn');
+      const runner = runnerFor(PAYMENT, {
+        'a-1': () => {
+          throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
+        },
+      });
+      const record = (messageId: string): SQSRecord =>
+        sqsRecord({
+          jobType: PAYMENT,
+          messageId,
+          body: jobBody('payment.capture', 'ord-a'),
+          groupId: 'ord-a',
+        });
+
+      // Act
+      const response = await runner.run(eventOf(record('a-1'), record('a-2')));
+
+      // Assess
+      expect(failedIds(response)).toEqual(['a-1', 'a-2']);
+      expect(warn).toHaveBeenCalledWith(
+        'could not release a skipped FIFO message; it returns after its visibility timeout',
+        expect.anything(),
+      );
+    });
+
+    it('when no record fails, it changes no visibility', async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT);
+      const record = (messageId: string): SQSRecord =>
+        sqsRecord({
+          jobType: PAYMENT,
+          messageId,
+          body: jobBody('payment.capture', 'ord-a'),
+          groupId: 'ord-a',
+        });
+
+      // Act
+      const response = await runner.run(eventOf(record('a-1'), record('a-2')));
+
+      // Assess
+      expect(failedIds(response)).toEqual([]);
+      expect(sqsMock).not.toHaveReceivedCommand(ChangeMessageVisibilityCommand);
     });
 
     it('when a record of group A is dead-lettered, the later A records still run (the failed one left the queue)', async () => {

@@ -7,6 +7,7 @@ import { RequestThrottled } from '@aws-sdk/client-sqs';
 import {
   CacheUnavailableError,
   CircuitOpenError,
+  ClaimInFlightError,
   ConcurrentUpdateError,
   IllegalTransitionError,
   LockBusyError,
@@ -343,6 +344,21 @@ describe('Class: TenangError', () => {
     expect(error.cause).toBe(cause);
     expect(error.message).toBe('it failed');
     expect(errorClassName(error)).toBe(name);
+  });
+
+  it('when a ClaimInFlightError is built, it is transient, names the key and keeps the cause', () => {
+    // Act
+    const error = new ClaimInFlightError('outbox:order:o-1:v1:notification.send:order-paid', { cause });
+
+    // Assess
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error.name).toBe('ClaimInFlightError');
+    expect(classifyError(error)).toBe('transient');
+    expect(error.key).toBe('outbox:order:o-1:v1:notification.send:order-paid');
+    expect(error.message).toContain(
+      'outbox:order:o-1:v1:notification.send:order-paid is claimed by another attempt',
+    );
+    expect(error.cause).toBe(cause);
   });
 
   it('when a ValidationError is built with a cause, it sets its name and keeps the cause', () => {

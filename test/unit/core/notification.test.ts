@@ -116,7 +116,10 @@ describe('Function: sendNotification', () => {
         correlationId: 'corr-1',
       },
     ]);
-    expect(dedup.claims.get(KEY)).toBe(Math.floor(clock.ms() / 1000) + SENT_S);
+    expect(dedup.claims.get(KEY)).toEqual({
+      status: 'done',
+      expiration: Math.floor(clock.ms() / 1000) + SENT_S,
+    });
   });
 
   it('when the same notification comes again, it reports a duplicate and does not call the provider', async () => {
@@ -132,7 +135,7 @@ describe('Function: sendNotification', () => {
     expect(provider.calls).toHaveLength(1);
   });
 
-  it('when another delivery is sending it right now, it reports a duplicate', async () => {
+  it('when another delivery is sending it right now, it defers for the in-flight claim instead of dropping it', async () => {
     // Prepare
     const { deps, dedup, provider } = fixture();
     await dedup.claim(KEY, IN_FLIGHT_S);
@@ -141,8 +144,26 @@ describe('Function: sendNotification', () => {
     const outcome = await sendNotification(deps, PAYLOAD, 'corr-1');
 
     // Assess
-    expect(outcome).toEqual({ kind: 'duplicate' });
+    expect(outcome).toEqual({ kind: 'deferred', reason: 'in-flight', deferSeconds: IN_FLIGHT_S });
     expect(provider.calls).toHaveLength(0);
+    expect(dedup.claims.get(KEY)?.status).toBe('in-flight');
+  });
+
+  it('when the delivery it waited for fails and gives the claim back, the deferred copy sends', async () => {
+    // Prepare: the other delivery holds the claim, then its provider call fails.
+    const { deps, dedup, clock, provider } = fixture();
+    await dedup.claim(KEY, IN_FLIGHT_S);
+    const waited = await sendNotification(deps, PAYLOAD, 'corr-2');
+    await dedup.release(KEY);
+
+    // Act
+    clock.advance(waited.kind === 'deferred' ? waited.deferSeconds * 1000 : 0);
+    const outcome = await sendNotification(deps, PAYLOAD, 'corr-2');
+
+    // Assess
+    expect(waited.kind).toBe('deferred');
+    expect(outcome.kind).toBe('sent');
+    expect(provider.calls).toHaveLength(1);
   });
 
   it('when an earlier attempt crashed after claiming, the claim has expired by the time the message returns', async () => {

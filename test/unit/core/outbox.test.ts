@@ -2,6 +2,7 @@ import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-sto
 import type { Criticality } from '../../../lib/config/schema';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
 import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';
+import { ClaimInFlightError, classifyError } from '../../../lib/core/errors';
 import type { Order } from '../../../lib/core/order';
 import {
   becamePaid,
@@ -9,6 +10,7 @@ import {
   relayFollowUps,
   type OutboxDeps,
 } from '../../../lib/core/outbox';
+import { manualClock } from '../../helpers/manual-clock';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
 
@@ -150,7 +152,9 @@ describe('Function: relayFollowUps', () => {
     expect(outcomes.map((o) => o.kind)).toEqual(['enqueued', 'enqueued', 'enqueued']);
     expect(sent.map((s) => s.delaySeconds)).toEqual([0, 0, 0]);
     const nowEpoch = Math.floor(NOW.getTime() / 1000);
-    for (const f of followUps) expect(dedup.claims.get(f.dedupKey)).toBe(nowEpoch + 172_800);
+    for (const f of followUps) {
+      expect(dedup.claims.get(f.dedupKey)).toEqual({ status: 'done', expiration: nowEpoch + 172_800 });
+    }
   });
 
   it('when the same change is relayed twice, the second relay enqueues nothing', async () => {
@@ -212,6 +216,66 @@ describe('Function: relayFollowUps', () => {
     expect(sent.map((s) => s.envelope.idempotencyKey)).toEqual(
       followUps.map((f) => f.envelope.idempotencyKey),
     );
+  });
+
+  it.each([
+    [
+      'its process stops after the claim (the send never returns)',
+      (): Partial<OutboxDeps> => ({ enqueue: () => new Promise<void>(() => undefined) }),
+    ],
+    [
+      'its send fails and the claim cannot be given back',
+      (dedup: InMemoryDedupStore): Partial<OutboxDeps> => {
+        jest.spyOn(dedup, 'release').mockRejectedValueOnce(new Error('DynamoDB unreachable'));
+        return { enqueue: () => Promise.reject(new Error('SQS unreachable')) };
+      },
+    ],
+  ])(
+    'when an attempt dies between claim and send (%s), a retry within the claim fails transiently and one after it sends every follow-up exactly once',
+    async (_label, crash) => {
+      // Prepare: the dead attempt claimed the first follow-up (for 15 s) and sent nothing.
+      const clock = manualClock(NOW);
+      const dedup = new InMemoryDedupStore(clock);
+      const sent: Array<{ envelope: JobEnvelope; delaySeconds: number }> = [];
+      const followUps = followUpsForOrderChange('PENDING', paidOrder(), NOW);
+      void relayFollowUps(followUps, deps({ dedup, ...crash(dedup) })).catch(() => undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(dedup.claims.get(followUps[0]?.dedupKey ?? '')?.status).toBe('in-flight');
+
+      // Act
+      clock.advance(10_000);
+      const early = await relayFollowUps(followUps, deps({ dedup, sent })).catch((e: unknown) => e);
+      clock.advance(6_000);
+      const late = await relayFollowUps(followUps, deps({ dedup, sent }));
+      const again = await relayFollowUps(followUps, deps({ dedup, sent }));
+
+      // Assess
+      expect(early).toBeInstanceOf(ClaimInFlightError);
+      expect(classifyError(early)).toBe('transient');
+      expect((early as ClaimInFlightError).key).toBe(followUps[0]?.dedupKey);
+      expect(late.map((o) => o.kind)).toEqual(['enqueued', 'enqueued', 'enqueued']);
+      expect(again.map((o) => o.kind)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+      expect(sent.map((s) => s.envelope.idempotencyKey)).toEqual(
+        followUps.map((f) => f.envelope.idempotencyKey),
+      );
+    },
+  );
+
+  it('when another attempt is enqueueing a later follow-up, the ones before it are enqueued and the record is retried', async () => {
+    // Prepare
+    const dedup = new InMemoryDedupStore(() => NOW);
+    const sent: Array<{ envelope: JobEnvelope; delaySeconds: number }> = [];
+    const followUps = followUpsForOrderChange('PENDING', paidOrder(), NOW);
+    await dedup.claim(followUps[1]?.dedupKey ?? '', 15);
+
+    // Act
+    const error = await relayFollowUps(followUps, deps({ dedup, sent })).catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(ClaimInFlightError);
+    expect(sent.map((s) => s.envelope.idempotencyKey)).toEqual([followUps[0]?.envelope.idempotencyKey]);
+    expect(dedup.claims.get(followUps[0]?.dedupKey ?? '')?.status).toBe('done');
+    expect(dedup.claims.has(followUps[2]?.dedupKey ?? '')).toBe(false);
   });
 
   it('when confirming a claim fails, the follow-up still counts as enqueued and the failure is reported', async () => {

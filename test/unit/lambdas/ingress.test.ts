@@ -12,6 +12,7 @@ import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { parseEnvelope } from '../../../lib/core/envelope';
 import type { Order } from '../../../lib/core/order';
 import { httpApiEvent, responseJson } from '../../helpers/http-events';
+import { manualClock } from '../../helpers/manual-clock';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
 const QUEUE_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-payment-capture.fifo';
@@ -60,8 +61,10 @@ function harness(
     queueKind?: 'fifo' | 'standard';
     degraded?: boolean | Error;
     logLevel?: 'SILENT' | 'INFO';
+    clock?: () => Date;
   } = {},
 ): Harness {
+  const clock = opts.clock ?? ((): Date => NOW);
   const base = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'payment.capture');
   const jobType: ResolvedJobType = {
     ...base,
@@ -69,7 +72,7 @@ function harness(
     queue: opts.queueKind === 'standard' ? { kind: 'standard', retentionSeconds: 345_600 } : base.queue,
   };
   const orders = new InMemoryOrderStore(() => NOW);
-  const dedup = new InMemoryDedupStore(() => NOW);
+  const dedup = new InMemoryDedupStore(clock);
   let reads = 0;
   const metrics = new Metrics({ namespace: 'tenang', serviceName: 'ingress' });
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
@@ -90,7 +93,7 @@ function harness(
     },
     logger: new Logger({ serviceName: 'ingress', logLevel: opts.logLevel ?? 'SILENT' }),
     metrics,
-    clock: () => NOW,
+    clock,
     newId: () => `order-${(ids += 1)}`,
   });
   return { handle: (event) => handle(event), orders, dedup, flagReads: () => reads, metrics };
@@ -313,6 +316,91 @@ describe('Function: ingress handler', () => {
       expect(bodyOf(second).jobId).toBe(bodyOf(first).jobId);
       expect(bodyOf(second).duplicate).toBe(true);
       expect(sent()).toHaveLength(1);
+    });
+
+    it('when the job is sent, it confirms the key as done for 24 h', async () => {
+      // Prepare
+      const h = harness();
+      await h.orders.create(storedOrder());
+
+      // Act
+      const response = await h.handle(pay('key-1'));
+
+      // Assess
+      expect(response.statusCode).toBe(202);
+      expect(h.dedup.claims.get(`payment.capture:${ingress.paymentJobId('order-1', 'key-1')}`)).toEqual({
+        status: 'done',
+        expiration: Math.floor(NOW.getTime() / 1000) + ingress.PRODUCER_DEDUP_TTL_SECONDS,
+      });
+    });
+
+    it('when a request with the same Idempotency-Key is still in flight, it answers 409 with Retry-After and sends nothing', async () => {
+      // Prepare: the first request claimed the key and has not sent yet (or died doing so).
+      const h = harness();
+      await h.orders.create(storedOrder());
+      const jobId = ingress.paymentJobId('order-1', 'key-1');
+      await h.dedup.claim(`payment.capture:${jobId}`, ingress.IN_FLIGHT_CLAIM_SECONDS);
+
+      // Act
+      const response = await h.handle(pay('key-1'));
+
+      // Assess
+      expect(response.statusCode).toBe(409);
+      expect(response.headers).toMatchObject({
+        'content-type': 'application/json',
+        'retry-after': String(ingress.IN_FLIGHT_CLAIM_SECONDS),
+      });
+      expect(bodyOf(response)).toEqual({
+        error: 'a request with this Idempotency-Key is in progress; retry later',
+        jobId,
+        orderId: 'order-1',
+        retryAfterSeconds: ingress.IN_FLIGHT_CLAIM_SECONDS,
+      });
+      expect(sent()).toHaveLength(0);
+    });
+
+    it('when the request that claimed the key died before sending, a retry after its claim expires sends the job once', async () => {
+      // Prepare: a request claimed the key, then its process stopped inside SendMessage.
+      const clock = manualClock(NOW);
+      const h = harness({ clock });
+      await h.orders.create(storedOrder());
+      sqsMock.on(SendMessageCommand).callsFakeOnce(() => new Promise(() => undefined));
+      void h.handle(pay('key-1'));
+      await new Promise((resolve) => setImmediate(resolve));
+
+      // Act
+      clock.advance(1_000);
+      const early = await h.handle(pay('key-1'));
+      clock.advance(ingress.IN_FLIGHT_CLAIM_SECONDS * 1000);
+      const late = await h.handle(pay('key-1'));
+      const repeat = await h.handle(pay('key-1'));
+
+      // Assess
+      expect([early.statusCode, late.statusCode, repeat.statusCode]).toEqual([409, 202, 202]);
+      expect([bodyOf(late).duplicate, bodyOf(repeat).duplicate]).toEqual([false, true]);
+      expect(bodyOf(late).jobId).toBe(ingress.paymentJobId('order-1', 'key-1'));
+      // The first call never reached SQS; the one after expiry is the only delivery.
+      expect(sent()).toHaveLength(2);
+    });
+
+    it('when confirming the key fails after the send, it still answers 202 and logs the failure', async () => {
+      // Prepare
+      const h = harness();
+      await h.orders.create(storedOrder());
+      jest.spyOn(h.dedup, 'confirm').mockRejectedValueOnce(new Error('DynamoDB unreachable'));
+      const error = jest.spyOn(Logger.prototype, 'error');
+
+      // Act
+      const response = await h.handle(pay('key-1'));
+
+      // Assess
+      expect(response.statusCode).toBe(202);
+      expect(bodyOf(response).duplicate).toBe(false);
+      expect(sent()).toHaveLength(1);
+      expect(error).toHaveBeenCalledWith(
+        'dedup claim not confirmed: a repeat after the in-flight window will be sent again',
+        expect.anything(),
+      );
     });
 
     it('when another Idempotency-Key comes, it is another job', async () => {

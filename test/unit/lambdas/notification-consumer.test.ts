@@ -159,6 +159,25 @@ describe('Function: createHandler (notification-consumer)', () => {
     expect(metrics.addMetric).toHaveBeenCalledWith(METRIC.duplicateIgnored, 'Count', 1);
   });
 
+  it('when another delivery of the notification holds an in-flight claim, it defers the message for about that claim instead of dropping it', async () => {
+    // Prepare
+    const { handler, provider, dedup, metrics } = fixture();
+    const claimSeconds = consumer.inFlightClaimSeconds(JOB_TYPE);
+    await dedup.claim('notification:order-1:order-paid', claimSeconds);
+
+    // Act
+    const response = await handler(sqsEvent(notification('m-2')), lambdaContext());
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(provider.calls).toHaveLength(0);
+    expect(resent()).toEqual([
+      expect.objectContaining({ QueueUrl: ENV.QUEUE_URL, DelaySeconds: claimSeconds }),
+    ]);
+    expect(metrics.addMetric).toHaveBeenCalledWith(METRIC.jobDeferred, 'Count', 1);
+    expect(metrics.addMetric).not.toHaveBeenCalledWith(METRIC.duplicateIgnored, 'Count', 1);
+  });
+
   it('when the stage is degraded, it defers the notification (never sheds it) without calling the provider', async () => {
     // Prepare
     const { handler, provider, dedup } = fixture({ degraded: () => Promise.resolve(true) });

@@ -11,6 +11,7 @@ import { METRIC } from '../../../lib/config/metrics';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
 import { parseEnvelope } from '../../../lib/core/envelope';
 import { streamRecord } from '../../helpers/dynamodb-stream';
+import { manualClock } from '../../helpers/manual-clock';
 import { lambdaContext } from '../../helpers/sqs-events';
 
 const NOTIFY_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send';
@@ -79,8 +80,9 @@ function paid(seq = '100'): DynamoDBRecord {
   });
 }
 
-function harness(opts: { degraded?: boolean | Error } = {}) {
-  const dedup = new InMemoryDedupStore(() => NOW);
+function harness(opts: { degraded?: boolean | Error; clock?: () => Date } = {}) {
+  const clock = opts.clock ?? ((): Date => NOW);
+  const dedup = new InMemoryDedupStore(clock);
   const metrics = new Metrics({ namespace: 'tenang', serviceName: 'outbox-relay' });
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
   const addMetric = jest.spyOn(metrics, 'addMetric');
@@ -98,7 +100,7 @@ function harness(opts: { degraded?: boolean | Error } = {}) {
     logger,
     metrics,
     random: () => 0,
-    clock: () => NOW,
+    clock,
   });
   return {
     dedup,
@@ -251,6 +253,40 @@ describe('Function: outbox-relay handler', () => {
     expect(retry).toEqual({ batchItemFailures: [] });
     const delivered = sends()
       .filter((_, i) => i !== 1)
+      .map((s) => JSON.parse(s.MessageBody ?? '{}').idempotencyKey as string);
+    expect(delivered).toEqual([
+      'order:ord-1:v3:notification.send:order-paid',
+      'order:ord-1:v3:inventory.reserve:0:sku-a',
+      'order:ord-1:v3:inventory.reserve:1:sku-b',
+    ]);
+  });
+
+  it('when the relay dies between claiming a follow-up and sending it, a retry within the claim fails the record and one after it sends each follow-up once', async () => {
+    // Prepare: the first invocation claims the notification, then its process stops inside SendMessage.
+    const clock = manualClock(NOW);
+    const h = harness({ clock });
+    sqsMock.on(SendMessageCommand).callsFakeOnce(() => new Promise(() => undefined));
+    void h.handle({ Records: [paid('100')] });
+    await new Promise((resolve) => setImmediate(resolve));
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+
+    // Act
+    clock.advance(10_000);
+    const early = await h.handle({ Records: [paid('100')] });
+    clock.advance(6_000);
+    const late = await h.handle({ Records: [paid('100')] });
+    const again = await h.handle({ Records: [paid('100')] });
+
+    // Assess
+    expect(early).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+    expect(warn).toHaveBeenCalledWith(
+      'follow-up claimed by another attempt; the record is retried until its claim expires',
+      { dedupKey: 'outbox:order:ord-1:v3:notification.send:order-paid' },
+    );
+    expect([late, again]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    // The first send never reached SQS; the three after expiry are the only deliveries.
+    const delivered = sends()
+      .slice(1)
       .map((s) => JSON.parse(s.MessageBody ?? '{}').idempotencyKey as string);
     expect(delivered).toEqual([
       'order:ord-1:v3:notification.send:order-paid',

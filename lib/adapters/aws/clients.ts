@@ -1,0 +1,29 @@
+/**
+ * AWS SDK clients as every function builds them: explicit timeouts shorter than any function's
+ * (D4), and SQS addressed through the configured endpoint rather than each queue URL's host.
+ * Queue URLs deployed by CloudFormation name the regional host; on AWS that is the configured
+ * endpoint anyway, and locally (AWS_ENDPOINT_URL) it must not be contacted.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
+
+/** Connection and request timeouts of every SDK client. */
+export const SDK_CLIENT_CONFIG = {
+  requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 },
+} as const;
+
+/** An SQS client that sends every request to the configured endpoint. */
+export function newSqsClient(): SQSClient {
+  return new SQSClient({ ...SDK_CLIENT_CONFIG, useQueueUrlAsEndpoint: false });
+}
+
+/** A DynamoDB client with the standard timeouts. */
+export function newDynamoDbClient(): DynamoDBClient {
+  return new DynamoDBClient(SDK_CLIENT_CONFIG);
+}
+
+/** An SSM client with the standard timeouts. */
+export function newSsmClient(): SSMClient {
+  return new SSMClient(SDK_CLIENT_CONFIG);
+}

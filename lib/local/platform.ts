@@ -1,0 +1,234 @@
+/**
+ * The local platform: the whole pipeline on one machine. It provisions the synthesized app into
+ * moto with a real `cdk deploy`, then plays the Lambda service: a function host per deployed
+ * function, the SQS and DynamoDB stream event source mappings as deployed, the Lambda control
+ * plane that keeps their Enabled state, EventBridge's part for the flag reconciler, and the HTTP
+ * API's routes; fake payment and messaging providers stand in for the real ones.
+ */
+import * as path from 'node:path';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { readLocalDeployment, type LocalDeployment } from './deployment';
+import { startLocalEnv, type LocalEnv } from './env';
+import { startFakeProvider, type FakeProvider } from './fake-provider';
+import { FunctionHost, type InvokeResult } from './function-host';
+import { startLocalHttpApi, type LocalHttpApi } from './http-api';
+import { startLambdaControl, type LambdaControl } from './lambda-control';
+import { provisionIntoEmulator, type Provisioned } from './provision';
+import { SqsEventSource } from './sqs-event-source';
+import { StreamEventSource } from './stream-event-source';
+
+/** Options of LocalPlatform.start. */
+export interface PlatformOptions {
+  /** @default 'dev' */
+  readonly stage?: string;
+  readonly log: (line: string) => void;
+  /** Every line a function writes (logs, EMF metrics). @default dropped */
+  readonly onFunctionOutput?: (line: string, functionName: string) => void;
+  /** How often the flag reconciler runs without a flag change, ms (AWS: every minute). @default 10000 */
+  readonly reconcileEveryMs?: number;
+  /** @default the repository root */
+  readonly projectRoot?: string;
+}
+
+/** Endpoint variables that point a function at the local stand-ins. */
+const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAGING_PROVIDER_URL' } as const;
+
+/** A running local pipeline. */
+export class LocalPlatform {
+  private readonly crashOnce = new Map<string, readonly string[]>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private lastFlags = '';
+
+  private constructor(
+    public readonly env: LocalEnv,
+    public readonly provisioned: Provisioned,
+    public readonly deployment: LocalDeployment,
+    public readonly control: LambdaControl,
+    public readonly hosts: ReadonlyMap<string, FunctionHost>,
+    public readonly sqsSources: readonly SqsEventSource[],
+    public readonly streamSources: readonly StreamEventSource[],
+    public readonly api: LocalHttpApi,
+    public readonly providers: { readonly payment: FakeProvider; readonly messaging: FakeProvider },
+    private readonly clients: {
+      readonly sqs: SQSClient;
+      readonly ssm: SSMClient;
+      readonly streams: DynamoDBStreamsClient;
+    },
+    private readonly opts: PlatformOptions,
+  ) {}
+
+  /** Brings everything up; stop() undoes it. */
+  public static async start(opts: PlatformOptions): Promise<LocalPlatform> {
+    const projectRoot = opts.projectRoot ?? path.resolve(__dirname, '..', '..');
+    const stage = opts.stage ?? 'dev';
+    const env = await startLocalEnv({ log: opts.log, projectRoot });
+    Object.assign(process.env, env.env);
+    const started: { close(): Promise<void> }[] = [];
+    try {
+      const provisioned = await provisionIntoEmulator({ projectRoot, env: env.env, stage, log: opts.log });
+      const config = { endpoint: env.endpoint, region: env.region };
+      const lambda = new LambdaClient(config);
+      const sqs = new SQSClient(config);
+      const dynamodb = new DynamoDBClient(config);
+      const deployment = await readLocalDeployment(
+        { lambda, sqs, dynamodb },
+        provisioned.assemblyDir,
+        provisioned.context,
+      );
+      lambda.destroy();
+      dynamodb.destroy();
+
+      const control = await startLambdaControl({ upstream: env.endpoint });
+      started.push(control);
+      const payment = await startFakeProvider({ kind: 'charges' });
+      started.push(payment);
+      const messaging = await startFakeProvider({ kind: 'messages' });
+      started.push(messaging);
+      const endpointEnv: Record<string, string> = {
+        ...env.env,
+        AWS_ENDPOINT_URL_LAMBDA: control.url,
+        [PROVIDER_VARIABLES.payment]: payment.url,
+        [PROVIDER_VARIABLES.messaging]: messaging.url,
+      };
+      const output = opts.onFunctionOutput ?? ((): void => undefined);
+      const hosts = new Map<string, FunctionHost>();
+      for (const fn of deployment.functions.values())
+        hosts.set(fn.name, new FunctionHost(fn, endpointEnv, output));
+
+      // Created so the platform's stop() can close it even if a later step fails.
+      let platform: LocalPlatform | undefined = undefined;
+      const invoke = (fn: string, event: unknown): Promise<InvokeResult> => {
+        if (platform === undefined) throw new Error('platform not started');
+        return platform.invoke(fn, event);
+      };
+      const streams = new DynamoDBStreamsClient(config);
+      const sqsSources = deployment.sqsMappings.map(
+        (m) =>
+          new SqsEventSource(
+            m,
+            sqs,
+            { isEnabled: () => control.isEnabled(m.uuid), invoke: (e) => invoke(m.functionName, e) },
+            opts.log,
+          ),
+      );
+      const streamSources = deployment.streamMappings.map(
+        (m) =>
+          new StreamEventSource(
+            m,
+            streams,
+            sqs,
+            { isEnabled: () => control.isEnabled(m.uuid), invoke: (e) => invoke(m.functionName, e) },
+            opts.log,
+          ),
+      );
+      const api = await startLocalHttpApi(deployment.routes, (fn, e) => invoke(fn, e));
+      platform = new LocalPlatform(
+        env,
+        provisioned,
+        deployment,
+        control,
+        hosts,
+        sqsSources,
+        streamSources,
+        api,
+        { payment, messaging },
+        { sqs, ssm: new SSMClient(config), streams },
+        opts,
+      );
+      await platform.reconcile('start');
+      for (const s of sqsSources) s.start();
+      for (const s of streamSources) await s.start();
+      platform.playEventBridge(stage, opts.reconcileEveryMs ?? 10_000);
+      opts.log(
+        `local pipeline running: ${hosts.size} functions, ${sqsSources.length} queue and ${streamSources.length} stream mappings, HTTP API at ${api.url}`,
+      );
+      return platform;
+    } catch (error) {
+      for (const s of started.reverse()) await s.close().catch(() => undefined);
+      await env.stop();
+      throw error;
+    }
+  }
+
+  /** Invokes a function once, as the Lambda service would. */
+  public async invoke(functionName: string, event: unknown): Promise<InvokeResult> {
+    const host = this.hosts.get(functionName);
+    if (host === undefined) throw new Error(`no deployed function ${functionName}`);
+    const crashPoints = this.crashOnce.get(functionName);
+    if (crashPoints !== undefined) this.crashOnce.delete(functionName);
+    return host.invoke(event, { crashPoints });
+  }
+
+  /** The next invocation of `functionName` crashes at `points` (its process is killed there). */
+  public crashNextInvocation(functionName: string, points: readonly string[]): void {
+    this.crashOnce.set(functionName, points);
+  }
+
+  /** The deployed function whose name ends with `-<logical>`, e.g. `payment-consumer`. */
+  public functionNamed(suffix: string): string {
+    const found = [...this.hosts.keys()].find((n) => n.endsWith(`-${suffix}`));
+    if (found === undefined) throw new Error(`no deployed function named *-${suffix}`);
+    return found;
+  }
+
+  /** Runs the flag reconciler now (what EventBridge does on a flag change). */
+  public async reconcile(reason: string): Promise<InvokeResult> {
+    const fn = this.functionNamed('flag-reconciler');
+    const result = await this.invoke(fn, {
+      version: '0',
+      id: `local-${Date.now()}`,
+      'detail-type': 'Scheduled Event',
+      source: 'aws.events',
+      account: this.provisioned.context.accountId,
+      time: new Date().toISOString(),
+      region: this.provisioned.context.region,
+      resources: [],
+      detail: { reason },
+    });
+    if (result.status !== 'ok') this.opts.log(`flag reconciler: ${result.status}: ${result.errorMessage}`);
+    return result;
+  }
+
+  /** Plays EventBridge: reconcile when a flag changes (polled) and on a schedule. */
+  private playEventBridge(stage: string, everyMs: number): void {
+    const flagsPath = `/tenang/${stage}/flags/`;
+    const poll = setInterval(() => {
+      void this.clients.ssm
+        .send(new GetParametersByPathCommand({ Path: flagsPath, Recursive: true }))
+        .then(async ({ Parameters = [] }) => {
+          const snapshot = JSON.stringify(Parameters.map((p) => [p.Name, p.Version]));
+          if (snapshot !== this.lastFlags) {
+            const first = this.lastFlags === '';
+            this.lastFlags = snapshot;
+            if (!first) await this.reconcile('flag changed');
+          }
+        })
+        .catch((error: unknown) => this.opts.log(`flag watch: ${String(error)}`));
+    }, 1_000);
+    const schedule = setInterval(() => void this.reconcile('schedule'), everyMs);
+    this.timers.push(poll, schedule);
+  }
+
+  /** A CloudWatch client for the emulator. */
+  public cloudwatch(): CloudWatchClient {
+    return new CloudWatchClient({ endpoint: this.env.endpoint, region: this.env.region });
+  }
+
+  /** Stops every mapping, function, server and emulator this platform started. */
+  public async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    await Promise.all([...this.sqsSources, ...this.streamSources].map((s) => s.stop()));
+    await Promise.all([...this.hosts.values()].map((h) => h.stop()));
+    await this.api.close();
+    await this.control.close();
+    await this.providers.payment.close();
+    await this.providers.messaging.close();
+    for (const c of Object.values(this.clients)) c.destroy();
+    await this.env.stop();
+  }
+}
