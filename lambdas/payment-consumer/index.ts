@@ -1,11 +1,12 @@
 /**
  * payment-consumer (D1, D3, I1–I4, R1–R3, R6): captures payments from the FIFO payments queue.
  * Thin: the SQS job runner parses each record and applies the failure policy; Powertools
- * idempotency guards the business key `payment:{paymentId}:capture`; the core captures the
- * payment; the PAID transition commits in one transaction with the idempotency record.
+ * idempotency guards the business key `payment:{paymentId}:capture`, and its claim checks the
+ * order's capture guard in the same transaction; the core captures the payment; the PAID
+ * transition commits in one transaction with the idempotency record. Two DynamoDB calls per
+ * capture, one per duplicate.
  */
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
@@ -18,10 +19,12 @@ import {
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { newDynamoDbClient, newSqsClient } from '../../lib/adapters/aws/clients';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import {
   TransactionalDynamoDBPersistenceLayer,
+  type StagedPrecondition,
   type StagedWrite,
 } from '../../lib/adapters/aws/transactional-persistence';
 import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
@@ -35,13 +38,16 @@ import type { Random } from '../../lib/core/backoff';
 import type { JobEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
 import { classifyError, TenangError, TransientError, ValidationError } from '../../lib/core/errors';
 import {
+  captureGuard,
   capturePayment,
+  OrderAlreadyPaidError,
   paymentCaptureKey,
+  type CaptureGuard,
   type CaptureResult,
   type PaymentProvider,
   type StagedTransition,
 } from '../../lib/core/payment';
-import type { Clock, OrderStore } from '../../lib/core/ports';
+import type { Clock } from '../../lib/core/ports';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'payment-consumer';
@@ -68,8 +74,9 @@ export const PaymentConsumerEnvSchema = z.object({
 });
 export type PaymentConsumerEnv = z.infer<typeof PaymentConsumerEnvSchema>;
 
-/** Orders as this consumer uses them: read, and transitions staged for the completing transaction. */
-export interface StagingOrderStore extends Pick<OrderStore, 'get'> {
+/** Orders as this consumer uses them: a guard checked in the claim, a transition staged for the completion. */
+export interface StagingOrderStore {
+  captureGuardCheck(guard: CaptureGuard): StagedPrecondition;
   stagedTransition(transition: StagedTransition): StagedWrite;
 }
 
@@ -101,6 +108,7 @@ type CaptureRequest = {
 };
 
 const StoredResultSchema = z.object({
+  // duplicate_ignored: records of the version that read the order inside the capture.
   outcome: z.enum(['captured', 'duplicate_ignored']),
   /** Set by the response hook when the result came from an existing record. */
   replayed: z.optional(z.boolean()),
@@ -168,41 +176,59 @@ export function createHandler(
         : response,
   });
 
+  // Now, not at the first call: the guard is staged under the key Powertools will hash.
+  deps.persistence.configure({ config, keyPrefix: IDEMPOTENCY_KEY_PREFIX });
+
   const capture = makeIdempotent(
-    (request: CaptureRequest, job: JobEnvelope<'payment.capture'>): Promise<CaptureResult> =>
-      capturePayment(job, {
-        orders: deps.orders,
+    async (request: CaptureRequest, job: JobEnvelope<'payment.capture'>): Promise<CaptureResult> => {
+      // The core reads nothing: without the guard checked in the claim, it would charge blind.
+      if (!deps.persistence.preconditionHeld(request)) {
+        throw new Error('the capture guard was not checked when the job was claimed');
+      }
+      return capturePayment(job, {
         provider: deps.provider,
         crash,
         clock,
         stageTransition: (transition) =>
           deps.persistence.stage(request, deps.orders.stagedTransition(transition)),
-      }),
+      });
+    },
     { persistenceStore: deps.persistence, config, keyPrefix: IDEMPOTENCY_KEY_PREFIX },
   );
 
   const handle: JobHandler<'payment.capture'> = async (job, ctx) => {
     const request = captureRequest(job);
     config.registerLambdaContext(ctx.lambdaContext);
+    const release = deps.persistence.stagePrecondition(
+      request,
+      deps.orders.captureGuardCheck(captureGuard(job)),
+    );
     let stored: unknown;
     try {
       stored = await capture(request, job);
     } catch (error) {
-      throw toDomainError(error);
+      const domain = toDomainError(error);
+      if (domain instanceof OrderAlreadyPaidError) {
+        ctx.logger.info('order already paid; nothing charged', {
+          orderId: domain.orderId,
+          state: domain.state,
+        });
+        return { kind: 'duplicate_ignored' };
+      }
+      throw domain;
     } finally {
-      deps.persistence.discard(request);
+      release();
     }
     const result = StoredResultSchema.safeParse(stored);
     if (!result.success) throw new Error('the idempotent capture returned an unexpected result');
     if (result.data.replayed === true || result.data.outcome === 'duplicate_ignored') {
       return { kind: 'duplicate_ignored' };
     }
-    const captured = stored as Extract<CaptureResult, { outcome: 'captured' }>;
+    const captured = stored as CaptureResult;
     ctx.logger.info('payment captured', {
       orderId: captured.orderId,
       paymentId: captured.paymentId,
       chargeId: captured.chargeId,
-      orderVersion: captured.orderVersion,
     });
     return { kind: 'done' };
   };
@@ -218,23 +244,21 @@ export function createHandler(
     handle,
     random: deps.random,
     now: clock,
-    releaseSkippedFifoRecords: true,
   });
 }
 
 /** SDK timeouts per attempt, well under the function's 30 s even with the SDK's retries (D4). */
-const SDK_TIMEOUTS = { requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 } } as const;
 
 /** Builds the handler's dependencies from the parsed environment, once per instance. */
 export function depsFromEnv(env: PaymentConsumerEnv): PaymentConsumerDeps {
   const { logger, metrics } = observability(SERVICE_NAME);
   const jobType = jobTypeByName(stageConfig(env.TENANG_STAGE, env.AWS_REGION), 'payment.capture');
-  const dynamo = new DynamoDBClient(SDK_TIMEOUTS);
+  const dynamo = newDynamoDbClient();
   return {
     jobType,
     queueUrl: env.QUEUE_URL,
     dlqUrl: env.DLQ_URL,
-    sqs: new SQSClient(SDK_TIMEOUTS),
+    sqs: newSqsClient(),
     orders: new DynamoDbOrderStore(dynamo, env.ORDERS_TABLE),
     persistence: new TransactionalDynamoDBPersistenceLayer({
       tableName: env.IDEMPOTENCY_TABLE,

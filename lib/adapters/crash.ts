@@ -1,7 +1,9 @@
 /**
  * Crash injection at named points (I4, the chaos suite). A crash kills the process the way a
- * real crash would: no finally block, no Powertools cleanup, no ack. Inactive unless the
- * TENANG_CRASH_POINTS variable names the point, which only the local platform and tests set.
+ * real crash would: no finally block, no Powertools cleanup, no ack. A point written
+ * `hang:<point>` blocks the process there instead, so the function runs into its timeout.
+ * Inactive unless the TENANG_CRASH_POINTS variable names the point, which only the local
+ * platform and tests set.
  */
 
 /** Named points where a job can be made to crash. */
@@ -13,8 +15,12 @@ export type CrashHook = (point: CrashPoint) => void;
 /** Never crashes (production). */
 export const noCrash: CrashHook = () => undefined;
 
-/** Crashes at the points listed (comma-separated) in `spec`, e.g. "after-side-effect". */
-export function crashHookFrom(spec: string | undefined, kill: () => void = killNow): CrashHook {
+/** Crashes (or hangs, for `hang:<point>`) at the points listed comma-separated in `spec`. */
+export function crashHookFrom(
+  spec: string | undefined,
+  kill: () => void = killNow,
+  hang: () => void = hangNow,
+): CrashHook {
   const points = new Set(
     (spec ?? '')
       .split(',')
@@ -23,11 +29,20 @@ export function crashHookFrom(spec: string | undefined, kill: () => void = killN
   );
   if (points.size === 0) return noCrash;
   return (point) => {
+    if (points.has(`hang:${point}`)) {
+      process.stderr.write(`[tenang] injected hang at ${point}\n`);
+      hang();
+    }
     if (points.has(point)) {
       process.stderr.write(`[tenang] injected crash at ${point}\n`);
       kill();
     }
   };
+}
+
+/** Blocks the thread for good: nothing runs until the host kills the process at its timeout. */
+function hangNow(): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 }
 
 function killNow(): void {

@@ -1,7 +1,8 @@
 /**
  * The payment consumer against moto (DynamoDB, SQS FIFO) and the fake payment provider (real
  * HTTP): duplicates, a real crash between the charge and the completion, permanent errors to the
- * DLQ, FIFO group isolation and the DynamoDB calls each job costs.
+ * DLQ, the order's guard checked in the claim (no provider call when it fails), FIFO group
+ * isolation and the DynamoDB calls each job costs.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -34,7 +35,14 @@ import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../l
 import type { Random } from '../../lib/core/backoff';
 import { makeEnvelope, type PaymentCapturePayload } from '../../lib/core/envelope';
 import type { Order } from '../../lib/core/order';
-import { capturePayment, paymentCaptureKey, type StagedTransition } from '../../lib/core/payment';
+import {
+  captureGuard,
+  capturePayment,
+  explainFailedGuard,
+  paymentCaptureKey,
+  satisfiesGuard,
+  type StagedTransition,
+} from '../../lib/core/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
@@ -506,6 +514,97 @@ describe('Function: payment-consumer handler (integration)', () => {
     });
   });
 
+  describe('The order’s guard, checked in the claim (I2)', () => {
+    it('when the order is already PAID and there is no idempotency record, it is duplicate_ignored with one DynamoDB call and no provider call', async () => {
+      // Prepare: paid by an earlier job whose record has expired (or was never this key's).
+      const orderId = uniqueName('order');
+      const paymentId = uniqueName('pay');
+      await seedOrder(orderId, { state: 'PAID', version: 1, paymentId, chargeId: 'ch_earlier' });
+      await send(captureJob(orderId, paymentId), orderId);
+      const c = newConsumer();
+      const requestsBefore = provider.requestCount();
+
+      // Act
+      const response = await runBatch(c, await receiveSqsEventOf(sqs, queueUrl, 1));
+
+      // Assess
+      expect(response.batchItemFailures).toEqual([]);
+      expect(c.outcomes()).toEqual([METRIC.duplicateIgnored]);
+      expect(provider.requestCount()).toBe(requestsBefore);
+      expect(c.calls.calls()).toEqual(['TransactWriteItemsCommand']);
+      // The claim was cancelled with the check: no INPROGRESS record stays behind.
+      expect(await idempotencyRecord(paymentId)).toBeUndefined();
+      expect(await readOrder(orderId)).toMatchObject({ state: 'PAID', version: 1, chargeId: 'ch_earlier' });
+      expect(c.persistence.stagedCount).toBe(0);
+      expect(await queueDepth(queueUrl)).toEqual({ visible: '0', inFlight: '0' });
+    });
+
+    it.each([
+      {
+        label: 'the order is CANCELLED',
+        seed: { state: 'CANCELLED', version: 1 } satisfies Partial<Order>,
+        job: {},
+        errorClass: 'IllegalTransitionError',
+        calls: ['TransactWriteItemsCommand'],
+      },
+      {
+        label: 'the job’s amount differs from the order’s',
+        seed: {},
+        job: { amountMinor: 999 },
+        errorClass: 'PaymentMismatchError',
+        calls: ['TransactWriteItemsCommand'],
+      },
+      {
+        label: 'the job’s currency differs from the order’s',
+        seed: {},
+        job: { currency: 'USD' },
+        errorClass: 'PaymentMismatchError',
+        calls: ['TransactWriteItemsCommand'],
+      },
+      {
+        label: 'the order does not exist',
+        seed: undefined,
+        job: {},
+        errorClass: 'OrderNotFoundError',
+        // The cancelled check returns no item: one read tells "missing" from "created since".
+        calls: ['TransactWriteItemsCommand', 'GetItemCommand'],
+      },
+    ])(
+      'when $label, the job reaches the DLQ at once as $errorClass with no provider call and nothing written',
+      async ({ seed, job, errorClass, calls }) => {
+        // Prepare
+        const orderId = uniqueName('order');
+        const paymentId = uniqueName('pay');
+        if (seed !== undefined) await seedOrder(orderId, seed);
+        const before = await readOrder(orderId);
+        const body = captureJob(orderId, paymentId, job);
+        await send(body, orderId);
+        const c = newConsumer();
+        const requestsBefore = provider.requestCount();
+
+        // Act
+        const response = await runBatch(c, await receiveSqsEventOf(sqs, queueUrl, 1));
+
+        // Assess
+        expect(response.batchItemFailures).toEqual([]);
+        expect(c.outcomes()).toEqual([METRIC.jobFailedPermanently]);
+        expect(provider.requestCount()).toBe(requestsBefore);
+        expect(ledgerFor(paymentId)).toHaveLength(0);
+        expect(c.calls.calls()).toEqual(calls);
+        const [dead] = await receiveAll(dlqUrl, 1);
+        expect(dead?.body).toBe(body);
+        expect(dead?.attributes).toMatchObject({
+          [DLQ_ATTRIBUTE.errorClass]: errorClass,
+          [DLQ_ATTRIBUTE.errorKind]: 'permanent',
+          [DLQ_ATTRIBUTE.attempts]: '1',
+        });
+        expect(await idempotencyRecord(paymentId)).toBeUndefined();
+        expect(await readOrder(orderId)).toEqual(before);
+        expect(await queueDepth(queueUrl)).toEqual({ visible: '0', inFlight: '0' });
+      },
+    );
+  });
+
   describe('FIFO group isolation (D3, R2, X1)', () => {
     it('when one group fails transiently, only that group stops; other groups succeed and the failed message waits its backoff', async () => {
       // Prepare
@@ -575,7 +674,7 @@ describe('Function: payment-consumer handler (integration)', () => {
   });
 
   describe('DynamoDB calls per job (I4)', () => {
-    it('when a job succeeds it costs PutItem + GetItem + one TransactWriteItems, and a duplicate costs one PutItem', async () => {
+    it('when a job succeeds it costs two TransactWriteItems (claim with the order’s guard, completion with PAID), and a duplicate costs one', async () => {
       // Prepare
       const orderId = uniqueName('order');
       const paymentId = uniqueName('pay');
@@ -593,13 +692,17 @@ describe('Function: payment-consumer handler (integration)', () => {
       const duplicate = c.calls.calls();
 
       // Assess
-      expect(success).toEqual(['PutItemCommand', 'GetItemCommand', 'TransactWriteItemsCommand']);
-      expect(duplicate).toEqual(['PutItemCommand']);
+      expect(success.length).toBeLessThanOrEqual(2);
+      expect(success).toEqual(['TransactWriteItemsCommand', 'TransactWriteItemsCommand']);
+      expect(duplicate.length).toBeLessThanOrEqual(1);
+      expect(duplicate).toEqual(['TransactWriteItemsCommand']);
       expect(c.outcomes()).toEqual([METRIC.jobSucceeded, METRIC.duplicateIgnored]);
+      expect(await readOrder(orderId)).toMatchObject({ state: 'PAID', version: 1, paymentId });
     });
 
-    it('when plain Powertools and a separate business write do the same job, a success costs one write more', async () => {
-      // Prepare: the same core, completed the usual way (write the order, then UpdateItem the record).
+    it('when plain Powertools, a read and a separate business write do the same job, a success costs two calls more', async () => {
+      // Prepare: the same core, guarded and completed the usual way (read the order, check the
+      // guard, charge, write the order, then UpdateItem the record).
       const orderId = uniqueName('order');
       const paymentId = uniqueName('pay');
       await seedOrder(orderId);
@@ -617,27 +720,21 @@ describe('Function: payment-consumer handler (integration)', () => {
       const plain = makeIdempotent(
         async (request: { idempotencyKey: string; payload: PaymentCapturePayload }) => {
           let staged: StagedTransition | undefined;
-          const job = JSON.parse(captureJob(orderId, paymentId)) as Parameters<typeof capturePayment>[0];
-          const result = await capturePayment(
-            { ...job, payload: request.payload },
-            {
-              orders,
-              provider: paymentProvider,
-              crash: () => undefined,
-              clock: () => new Date(),
-              stageTransition: (t) => {
-                staged = t;
-              },
+          const parsed = JSON.parse(captureJob(orderId, paymentId)) as Parameters<typeof capturePayment>[0];
+          const job = { ...parsed, payload: request.payload };
+          const order = await orders.get(orderId);
+          const guard = captureGuard(job);
+          if (order === undefined || !satisfiesGuard(guard, order)) throw explainFailedGuard(guard, order);
+          const result = await capturePayment(job, {
+            provider: paymentProvider,
+            crash: () => undefined,
+            clock: () => new Date(),
+            stageTransition: (t) => {
+              staged = t;
             },
-          );
+          });
           if (staged !== undefined) {
-            await orders.transition(
-              staged.orderId,
-              staged.from,
-              staged.to,
-              staged.expectedVersion,
-              staged.changes,
-            );
+            await orders.transition(staged.orderId, staged.from, staged.to, order.version, staged.changes);
           }
           return result;
         },

@@ -1,17 +1,17 @@
 /**
- * OrderStore over the orders table (I2). Every state change is conditional on the state and the
- * version read, and raises the version by one; a failed condition becomes the domain's meaning
- * (done already, illegal, or a concurrent change worth a retry).
+ * OrderStore over the orders table (I2). Every state change is conditional on the state (and on
+ * the version read, when there was a read) and raises the version by one; a failed condition
+ * becomes the domain's meaning (done already, illegal, or a concurrent change worth a retry).
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TABLE_KEYS } from '../../config/tables';
 import { ConcurrentUpdateError, IllegalTransitionError } from '../../core/errors';
 import { OrderSchema, type Order } from '../../core/order';
-import type { StagedTransition } from '../../core/payment';
+import { explainFailedGuard, type CaptureGuard, type StagedTransition } from '../../core/payment';
 import type { Clock, OrderStore } from '../../core/ports';
 import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../../core/state-machine';
-import type { StagedWrite, TransactItem } from './transactional-persistence';
+import type { StagedPrecondition, StagedWrite, TransactItem } from './transactional-persistence';
 
 /** A stored item that is not a valid order (a bug or a manual edit): never guessed at. */
 export class CorruptOrderError extends Error {
@@ -23,6 +23,18 @@ export class CorruptOrderError extends Error {
 
 /** Fields a transition's `changes` may not set: the transition owns them. */
 const CONTROLLED: ReadonlySet<string> = new Set(['orderId', 'state', 'version', 'updatedAt', 'createdAt']);
+
+/** `item` as an order, or CorruptOrderError naming every invalid field. */
+function parseOrder(orderId: string, item: Record<string, unknown>): Order {
+  const parsed = OrderSchema.safeParse(item);
+  if (!parsed.success) {
+    throw new CorruptOrderError(
+      orderId,
+      parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'item'}: ${i.message}`),
+    );
+  }
+  return parsed.data;
+}
 
 /** The fields whose value is not undefined (the document client refuses undefined). */
 function definedOnly(order: Order): Record<string, unknown> {
@@ -76,15 +88,7 @@ export class DynamoDbOrderStore implements OrderStore {
         ConsistentRead: true,
       }),
     );
-    if (Item === undefined) return undefined;
-    const parsed = OrderSchema.safeParse(Item);
-    if (!parsed.success) {
-      throw new CorruptOrderError(
-        orderId,
-        parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'item'}: ${i.message}`),
-      );
-    }
-    return parsed.data;
+    return Item === undefined ? undefined : parseOrder(orderId, Item);
   }
 
   public async transition(
@@ -123,20 +127,59 @@ export class DynamoDbOrderStore implements OrderStore {
     };
   }
 
+  /**
+   * A check that the order satisfies `guard`, for the transaction that claims a capture: nothing
+   * is read before it. When it fails, the order as the check returned it says why; only when none
+   * came back is it read (strongly), to tell "missing" from "created since".
+   */
+  public captureGuardCheck(guard: CaptureGuard): StagedPrecondition {
+    const item: TransactItem = {
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: { [TABLE_KEYS.orders.partitionKey]: guard.orderId },
+        ConditionExpression: '#state = :state AND #amountMinor = :amountMinor AND #currency = :currency',
+        ExpressionAttributeNames: {
+          '#state': 'state',
+          '#amountMinor': 'amountMinor',
+          '#currency': 'currency',
+        },
+        ExpressionAttributeValues: {
+          ':state': guard.state,
+          ':amountMinor': guard.amountMinor,
+          ':currency': guard.currency,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    };
+    return {
+      item,
+      rejected: async (current, cause) => {
+        const order =
+          current === undefined ? await this.get(guard.orderId) : parseOrder(guard.orderId, current);
+        return explainFailedGuard(guard, order, { cause });
+      },
+    };
+  }
+
   private transitionUpdate(t: StagedTransition): TransitionUpdate {
     const names: Record<string, string> = {
       '#state': 'state',
       '#version': 'version',
       '#updatedAt': 'updatedAt',
     };
+    // Without a version read, the version moves on from whatever is stored.
+    const versioned = t.expectedVersion !== undefined;
     const values: Record<string, unknown> = {
       ':from': t.from,
       ':to': t.to,
-      ':expected': t.expectedVersion,
-      ':next': t.expectedVersion + 1,
       ':at': t.at.toISOString(),
+      ...(versioned ? { ':expected': t.expectedVersion, ':next': t.expectedVersion + 1 } : { ':one': 1 }),
     };
-    const sets = ['#state = :to', '#version = :next', '#updatedAt = :at'];
+    const sets = [
+      '#state = :to',
+      versioned ? '#version = :next' : '#version = #version + :one',
+      '#updatedAt = :at',
+    ];
     Object.entries(t.changes)
       .filter(([field, value]) => !CONTROLLED.has(field) && value !== undefined)
       .forEach(([field, value], index) => {
@@ -147,7 +190,7 @@ export class DynamoDbOrderStore implements OrderStore {
     return {
       Key: { [TABLE_KEYS.orders.partitionKey]: t.orderId },
       UpdateExpression: `SET ${sets.join(', ')}`,
-      ConditionExpression: '#state = :from AND #version = :expected',
+      ConditionExpression: versioned ? '#state = :from AND #version = :expected' : '#state = :from',
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     };
@@ -158,7 +201,7 @@ export class DynamoDbOrderStore implements OrderStore {
     orderId: string,
     from: OrderState,
     to: OrderState,
-    expectedVersion: number,
+    expectedVersion: number | undefined,
     cause: unknown,
   ): Promise<Error> {
     const current = await this.get(orderId);
@@ -166,8 +209,9 @@ export class DynamoDbOrderStore implements OrderStore {
       return new IllegalTransitionError(`order ${orderId} does not exist; it cannot go to ${to}`, { cause });
     }
     if (current.state === from) {
+      const read = expectedVersion === undefined ? 'no version read' : `version ${expectedVersion} read`;
       return new ConcurrentUpdateError(
-        `order ${orderId} changed while it was processed (version ${expectedVersion} read, ${current.version} now)`,
+        `order ${orderId} changed while it was processed (${read}, ${current.version} now)`,
         { cause },
       );
     }

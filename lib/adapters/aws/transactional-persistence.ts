@@ -1,5 +1,6 @@
 /**
- * Powertools idempotency over DynamoDB without its crash window (I4).
+ * Powertools idempotency over DynamoDB without its crash window (I4), and with the business
+ * precondition checked in the claim.
  *
  * Plain Powertools writes the business result and completes the idempotency record in two calls:
  * a crash between them leaves the effect done and the record INPROGRESS, and the next delivery
@@ -7,13 +8,19 @@
  * idempotency key) and `_updateRecord` commits it in ONE TransactWriteItems with the record's
  * COMPLETED status, data and expiry: either both are written or neither is.
  *
- * Everything else is Powertools' own: the INPROGRESS put (conditional, with
- * ReturnValuesOnConditionCheckFailure so a duplicate costs one call), payload validation, the
- * record layout and key hashing. A completion with nothing staged is Powertools' UpdateItem.
+ * A handler may also stage a precondition (a ConditionCheck on another item) before calling the
+ * idempotent function: `_putRecord` then writes the INPROGRESS record in ONE TransactWriteItems
+ * with the check, so the function runs only if the precondition held when the job was claimed,
+ * with no separate read. Nothing is written when either fails.
+ *
+ * Everything else is Powertools' own: the INPROGRESS put's condition and its answer to an
+ * existing record (one call for a duplicate), payload validation, the record layout and key
+ * hashing. With nothing staged, the put and the completion are Powertools' PutItem and UpdateItem.
  */
 import {
   ConditionalCheckFailedException,
   TransactionCanceledException,
+  type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
@@ -22,12 +29,18 @@ import {
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
+  IdempotencyItemAlreadyExistsError,
   IdempotencyRecordStatus,
   PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS,
 } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
-import type { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
+import { IdempotencyRecord } from '@aws-lambda-powertools/idempotency/persistence';
+import type {
+  BasePersistenceLayerOptions,
+  IdempotencyRecordStatusValue,
+} from '@aws-lambda-powertools/idempotency/types';
 import type { JSONValue } from '@aws-lambda-powertools/commons/types';
 import { TransientError } from '../../core/errors';
 
@@ -43,6 +56,17 @@ export interface StagedWrite {
    * IllegalTransitionError, …) carrying `cause`; may read the item's current state.
    */
   readonly rejected: (cause: unknown) => Promise<Error>;
+}
+
+/** A condition on another item that must hold for the INPROGRESS record to be written. */
+export interface StagedPrecondition {
+  /** A ConditionCheck; with ReturnValuesOnConditionCheckFailure ALL_OLD, `rejected` sees the item. */
+  readonly item: TransactItem;
+  /**
+   * Turns a failure of the check into a domain error carrying `cause`; `current` is the item the
+   * check returned (undefined: there was none, or it was not asked for).
+   */
+  readonly rejected: (current: Record<string, unknown> | undefined, cause: unknown) => Promise<Error>;
 }
 
 /** Where failures that do not change the outcome are reported (a Powertools Logger fits). */
@@ -71,6 +95,14 @@ export interface TransactionalPersistenceOptions {
   readonly warnings?: WarningSink;
 }
 
+/** What one job in flight has staged. */
+interface JobStaging {
+  readonly precondition?: StagedPrecondition;
+  /** The precondition was checked in the write of the current INPROGRESS record. */
+  held: boolean;
+  write?: StagedWrite;
+}
+
 /** Reasons DynamoDB gives for cancelling a transaction that a retry can overcome. */
 const TRANSIENT_CANCELLATIONS = new Set([
   'TransactionConflict',
@@ -80,8 +112,19 @@ const TRANSIENT_CANCELLATIONS = new Set([
 ]);
 
 /**
- * DynamoDBPersistenceLayer whose completion commits the staged business write atomically.
- * Sort keys (`sortKeyAttr`) are not supported: the tables here use a simple key.
+ * Powertools' condition for writing an INPROGRESS record (DynamoDBPersistenceLayer._putRecord):
+ * no record, an expired one, or an INPROGRESS one whose invocation has timed out.
+ */
+const PUT_CONDITION = [
+  'attribute_not_exists(#id)',
+  '#expiry < :now',
+  '(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)',
+].join(' OR ');
+
+/**
+ * DynamoDBPersistenceLayer whose claim checks a staged precondition and whose completion commits
+ * the staged business write, each atomically. Sort keys (`sortKeyAttr`) are not supported: the
+ * tables here use a simple key.
  */
 export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   private readonly doc: DynamoDBDocumentClient;
@@ -89,13 +132,16 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
   private readonly attr: {
     readonly key: string;
     readonly expiry: string;
+    readonly inProgressExpiry: string;
     readonly status: string;
     readonly data: string;
     readonly validation: string;
   };
   private readonly warnings: WarningSink | undefined;
-  /** Staged writes by hashed idempotency key: one per job in flight in this process. */
-  private readonly staged = new Map<string, StagedWrite>();
+  /** Staging by hashed idempotency key: one per job in flight in this process. */
+  private readonly jobs = new Map<string, JobStaging>();
+  /** Keys hash with the idempotency config's key expression and prefix only once configured. */
+  private hashesKeys = false;
 
   public constructor(options: TransactionalPersistenceOptions) {
     super({
@@ -114,11 +160,47 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     this.attr = {
       key: options.keyAttr ?? 'id',
       expiry: options.expiryAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.expiryAttr,
+      inProgressExpiry:
+        options.inProgressExpiryAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.inProgressExpiryAttr,
       status: options.statusAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.statusAttr,
       data: options.dataAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.dataAttr,
       validation: options.validationKeyAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.validationKeyAttr,
     };
     this.warnings = options.warnings;
+  }
+
+  /** Powertools' own configure; remembers that keys now hash as the idempotent function's will. */
+  public override configure(options: BasePersistenceLayerOptions): void {
+    super.configure(options);
+    this.hashesKeys = true;
+  }
+
+  /**
+   * Stages `precondition` for the record of `data` (the payload the idempotent function will be
+   * called with): the INPROGRESS record is then written only if it holds, in one transaction.
+   * Call it before the idempotent function, after `configure` with the function's config and key
+   * prefix; call the returned function when the job ends, whatever its outcome.
+   * @throws TransientError when a job with the same key is in flight in this process (a
+   * concurrent duplicate: it is retried after this one), Error when the layer is not configured.
+   */
+  public stagePrecondition(data: JSONValue, precondition: StagedPrecondition): () => void {
+    if (!this.hashesKeys) {
+      throw new Error('configure the persistence layer before staging a precondition: keys would not match');
+    }
+    const key = this.getHashedIdempotencyKey(data);
+    if (this.jobs.has(key)) {
+      throw new TransientError(`a job with idempotency key ${key} is already in flight in this process`);
+    }
+    const job: JobStaging = { precondition, held: false };
+    this.jobs.set(key, job);
+    return () => {
+      if (this.jobs.get(key) === job) this.jobs.delete(key);
+    };
+  }
+
+  /** Whether the precondition staged for `data` held when its INPROGRESS record was written. */
+  public preconditionHeld(data: JSONValue): boolean {
+    return this.jobs.get(this.getHashedIdempotencyKey(data))?.held === true;
   }
 
   /**
@@ -128,27 +210,61 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
    */
   public stage(data: JSONValue, write: StagedWrite): void {
     const key = this.getHashedIdempotencyKey(data);
-    if (this.staged.has(key)) throw new Error(`a write is already staged for idempotency key ${key}`);
-    this.staged.set(key, write);
+    const job = this.jobs.get(key) ?? { held: false };
+    if (job.write !== undefined) throw new Error(`a write is already staged for idempotency key ${key}`);
+    job.write = write;
+    this.jobs.set(key, job);
   }
 
-  /** Drops whatever is staged for `data`; harmless when nothing is. Call it when a job ends. */
-  public discard(data: JSONValue): void {
-    this.staged.delete(this.getHashedIdempotencyKey(data));
-  }
-
-  /** How many writes are staged and not yet committed or discarded (a leak shows here). */
+  /** How many jobs have something staged that was not committed or released (a leak shows here). */
   public get stagedCount(): number {
-    return this.staged.size;
+    return this.jobs.size;
+  }
+
+  /** Writes the INPROGRESS record; with a staged precondition, both go into one TransactWriteItems. */
+  protected override async _putRecord(record: IdempotencyRecord): Promise<void> {
+    const job = this.jobs.get(record.idempotencyKey);
+    const precondition = job?.precondition;
+    if (job === undefined || precondition === undefined) return super._putRecord(record);
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({ TransactItems: [this.inProgress(record), precondition.item] }),
+      );
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      // Nothing was written. The record's own condition comes first: a duplicate is answered
+      // from its record, as Powertools answers it, whatever the precondition says.
+      const [own, check] = error.CancellationReasons ?? [];
+      if (own?.Code === 'ConditionalCheckFailed') {
+        throw new IdempotencyItemAlreadyExistsError(
+          `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+          this.existingRecord(own.Item),
+          { cause: error },
+        );
+      }
+      if (check?.Code === 'ConditionalCheckFailed') {
+        throw await precondition.rejected(
+          check.Item === undefined ? undefined : unmarshall(check.Item),
+          error,
+        );
+      }
+      throw transientOr(error, 'the claiming transaction was cancelled');
+    }
+    job.held = true;
   }
 
   /** Completes the record; with a staged write, both go into one TransactWriteItems. */
   protected override async _updateRecord(record: IdempotencyRecord): Promise<void> {
-    const staged = this.staged.get(record.idempotencyKey);
-    if (staged === undefined || record.getStatus() !== IdempotencyRecordStatus.COMPLETED) {
+    const job = this.jobs.get(record.idempotencyKey);
+    const staged = job?.write;
+    if (
+      job === undefined ||
+      staged === undefined ||
+      record.getStatus() !== IdempotencyRecordStatus.COMPLETED
+    ) {
       return super._updateRecord(record);
     }
-    this.staged.delete(record.idempotencyKey);
+    this.forgetWrite(record.idempotencyKey, job);
     try {
       await this.doc.send(
         new TransactWriteCommand({ TransactItems: [staged.item, this.completion(record)] }),
@@ -157,21 +273,75 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       if (!(error instanceof TransactionCanceledException)) throw error;
       // Nothing was written: give the key back so a retry need not wait for the in-progress expiry.
       await this.releaseInProgress(record.idempotencyKey);
-      const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-      if (codes[0] === 'ConditionalCheckFailed') throw await staged.rejected(error);
-      if (codes.some((code) => TRANSIENT_CANCELLATIONS.has(code))) {
-        throw new TransientError(`the completing transaction was cancelled (${codes.join(', ')})`, {
-          cause: error,
-        });
-      }
-      throw error;
+      if (error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed')
+        throw await staged.rejected(error);
+      throw transientOr(error, 'the completing transaction was cancelled');
     }
   }
 
   /** Powertools deletes the record when the function failed: its staged write goes too. */
   protected override async _deleteRecord(record: IdempotencyRecord): Promise<void> {
-    this.staged.delete(record.idempotencyKey);
+    const job = this.jobs.get(record.idempotencyKey);
+    if (job !== undefined) {
+      job.held = false;
+      this.forgetWrite(record.idempotencyKey, job);
+    }
     await super._deleteRecord(record);
+  }
+
+  /** Drops the job's write; the job itself too unless it still has a precondition to release. */
+  private forgetWrite(key: string, job: JobStaging): void {
+    job.write = undefined;
+    if (job.precondition === undefined) this.jobs.delete(key);
+  }
+
+  /** The INPROGRESS put exactly as Powertools sends it, as a transact item. */
+  private inProgress(record: IdempotencyRecord): TransactItem {
+    const item: Record<string, unknown> = {
+      [this.attr.key]: record.idempotencyKey,
+      [this.attr.expiry]: record.expiryTimestamp,
+      [this.attr.status]: record.getStatus(),
+    };
+    if (record.inProgressExpiryTimestamp !== undefined) {
+      item[this.attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
+    }
+    if (this.isPayloadValidationEnabled() && record.payloadHash !== undefined) {
+      item[this.attr.validation] = record.payloadHash;
+    }
+    const now = Date.now();
+    return {
+      Put: {
+        TableName: this.table,
+        Item: item,
+        ConditionExpression: PUT_CONDITION,
+        ExpressionAttributeNames: {
+          '#id': this.attr.key,
+          '#expiry': this.attr.expiry,
+          '#in_progress_expiry': this.attr.inProgressExpiry,
+          '#status': this.attr.status,
+        },
+        ExpressionAttributeValues: {
+          ':now': now / 1000,
+          ':now_in_millis': now,
+          ':inprogress': IdempotencyRecordStatus.INPROGRESS,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    };
+  }
+
+  /** The record a cancelled put found, built as Powertools builds it (undefined: it then reads it). */
+  private existingRecord(item: Record<string, AttributeValue> | undefined): IdempotencyRecord | undefined {
+    if (item === undefined) return undefined;
+    const stored = unmarshall(item) as Record<string, unknown>;
+    return new IdempotencyRecord({
+      idempotencyKey: stored[this.attr.key] as string,
+      status: stored[this.attr.status] as IdempotencyRecordStatusValue,
+      expiryTimestamp: stored[this.attr.expiry] as number | undefined,
+      inProgressExpiryTimestamp: stored[this.attr.inProgressExpiry] as number | undefined,
+      responseData: stored[this.attr.data] as JSONValue | undefined,
+      payloadHash: stored[this.attr.validation] as string | undefined,
+    });
   }
 
   /** The record's completion, the same fields Powertools' UpdateItem sets. */
@@ -225,4 +395,13 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       }
     }
   }
+}
+
+/** A cancellation a retry can overcome as a TransientError (with `cause`); any other as it is. */
+function transientOr(error: TransactionCanceledException, what: string): Error {
+  const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+  if (codes.some((code) => TRANSIENT_CANCELLATIONS.has(code))) {
+    return new TransientError(`${what} (${codes.join(', ')})`, { cause: error });
+  }
+  return error;
 }

@@ -10,6 +10,12 @@ import {
   TransitionAlreadyDoneError,
 } from '../../../lib/core/errors';
 import type { Order } from '../../../lib/core/order';
+import {
+  OrderAlreadyPaidError,
+  OrderNotFoundError,
+  PaymentMismatchError,
+  type CaptureGuard,
+} from '../../../lib/core/payment';
 
 const TABLE = 'tenang-test-orders';
 const NOW = new Date('2030-06-01T12:00:00.000Z');
@@ -31,6 +37,8 @@ function order(overrides: Partial<Order> = {}): Order {
     ...overrides,
   };
 }
+
+const GUARD: CaptureGuard = { orderId: 'order-1', state: 'PENDING', amountMinor: 1250, currency: 'EUR' };
 
 const conditionFailed = (): ConditionalCheckFailedException =>
   new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
@@ -311,6 +319,152 @@ describe('Class: DynamoDbOrderStore', () => {
       // Assess
       expect(error).toBeInstanceOf(TransitionAlreadyDoneError);
       expect(error.cause).toBe(cause);
+    });
+
+    it('when built without an expected version, it conditions on the state only and raises the stored version by one', () => {
+      // Act
+      const staged = store().stagedTransition({
+        orderId: 'order-1',
+        from: 'PENDING',
+        to: 'PAID',
+        changes: { chargeId: 'ch_1' },
+        at: NOW,
+      });
+
+      // Assess
+      expect(staged.item).toEqual({
+        Update: {
+          TableName: TABLE,
+          Key: { orderId: 'order-1' },
+          UpdateExpression: 'SET #state = :to, #version = #version + :one, #updatedAt = :at, #c0 = :c0',
+          ConditionExpression: '#state = :from',
+          ExpressionAttributeNames: {
+            '#state': 'state',
+            '#version': 'version',
+            '#updatedAt': 'updatedAt',
+            '#c0': 'chargeId',
+          },
+          ExpressionAttributeValues: {
+            ':from': 'PENDING',
+            ':to': 'PAID',
+            ':one': 1,
+            ':at': NOW.toISOString(),
+            ':c0': 'ch_1',
+          },
+        },
+      });
+    });
+
+    it.each([
+      {
+        label: 'CANCELLED',
+        now: order({ state: 'CANCELLED', version: 1 }),
+        expected: IllegalTransitionError,
+      },
+      { label: 'still PENDING', now: order({ version: 1 }), expected: ConcurrentUpdateError },
+    ])(
+      'when its unversioned condition is rejected and the order is $label, it throws $expected.name',
+      async ({ now, expected }) => {
+        // Prepare
+        docMock.on(GetCommand).resolves({ Item: now });
+        const staged = store().stagedTransition({
+          orderId: 'order-1',
+          from: 'PENDING',
+          to: 'PAID',
+          changes: {},
+          at: NOW,
+        });
+
+        // Act
+        const error = await staged.rejected(new Error('TransactionCanceledException'));
+
+        // Assess
+        expect(error).toBeInstanceOf(expected);
+      },
+    );
+  });
+
+  describe('Method: captureGuardCheck', () => {
+    it('when built, it is a ConditionCheck on the state, amount and currency that returns the order when it fails', () => {
+      // Act
+      const check = store().captureGuardCheck(GUARD);
+
+      // Assess
+      expect(check.item).toEqual({
+        ConditionCheck: {
+          TableName: TABLE,
+          Key: { orderId: 'order-1' },
+          ConditionExpression: '#state = :state AND #amountMinor = :amountMinor AND #currency = :currency',
+          ExpressionAttributeNames: {
+            '#state': 'state',
+            '#amountMinor': 'amountMinor',
+            '#currency': 'currency',
+          },
+          ExpressionAttributeValues: { ':state': 'PENDING', ':amountMinor': 1250, ':currency': 'EUR' },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      });
+    });
+
+    it.each([
+      { label: 'PAID', current: order({ state: 'PAID', version: 1 }), expected: OrderAlreadyPaidError },
+      {
+        label: 'CANCELLED',
+        current: order({ state: 'CANCELLED', version: 1 }),
+        expected: IllegalTransitionError,
+      },
+      { label: 'PENDING for 9.99', current: order({ amountMinor: 999 }), expected: PaymentMismatchError },
+    ])(
+      'when the check fails on a $label order, it explains it from the returned order without reading',
+      async ({ current, expected }) => {
+        // Prepare
+        const cause = new Error('TransactionCanceledException');
+
+        // Act
+        const error = await store()
+          .captureGuardCheck(GUARD)
+          .rejected({ ...current }, cause);
+
+        // Assess
+        expect(error).toBeInstanceOf(expected);
+        expect(error.cause).toBe(cause);
+        expect(docMock).toHaveReceivedCommandTimes(GetCommand, 0);
+      },
+    );
+
+    it('when the check fails and returned no order, it reads it once and, when there is none, throws OrderNotFoundError', async () => {
+      // Prepare
+      docMock.on(GetCommand).resolves({});
+
+      // Act
+      const error = await store().captureGuardCheck(GUARD).rejected(undefined, new Error('cancelled'));
+
+      // Assess
+      expect(error).toBeInstanceOf(OrderNotFoundError);
+      expect(docMock).toHaveReceivedCommandTimes(GetCommand, 1);
+    });
+
+    it('when the check fails and the order exists and satisfies the guard when read, the error is transient', async () => {
+      // Prepare
+      docMock.on(GetCommand).resolves({ Item: order() });
+
+      // Act
+      const error = await store().captureGuardCheck(GUARD).rejected(undefined, new Error('cancelled'));
+
+      // Assess
+      expect(error).toBeInstanceOf(TransientError);
+    });
+
+    it('when the returned order is not a valid order, it throws CorruptOrderError', async () => {
+      // Act
+      const error = await thrownBy(() =>
+        store()
+          .captureGuardCheck(GUARD)
+          .rejected({ ...order(), state: 'LOST' }, new Error('cancelled')),
+      );
+
+      // Assess
+      expect(error).toBeInstanceOf(CorruptOrderError);
     });
   });
 });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   ConditionalCheckFailedException,
   DeleteItemCommand,
+  type AttributeValue,
   DynamoDBClient,
   PutItemCommand,
   TransactionCanceledException,
@@ -9,18 +10,21 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import {
+  IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
   IdempotencyPersistenceLayerError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import {
   TransactionalDynamoDBPersistenceLayer,
+  type StagedPrecondition,
   type StagedWrite,
   type WarningSink,
 } from '../../../lib/adapters/aws/transactional-persistence';
-import { TransientError, TransitionAlreadyDoneError } from '../../../lib/core/errors';
+import { IllegalTransitionError, TransientError, TransitionAlreadyDoneError } from '../../../lib/core/errors';
 import { lambdaContext } from '../../helpers/sqs-events';
 
 const TABLE = 'tenang-test-idempotency';
@@ -62,11 +66,43 @@ function businessWrite(
   };
 }
 
+/** A precondition on the order (its content is opaque to the layer); `rejected` records what it saw. */
+function orderPrecondition(
+  rejected: Error = new IllegalTransitionError('order is CANCELLED'),
+): StagedPrecondition & {
+  readonly seen: { current: Record<string, unknown> | undefined; cause: unknown }[];
+} {
+  const seen: { current: Record<string, unknown> | undefined; cause: unknown }[] = [];
+  return {
+    seen,
+    item: {
+      ConditionCheck: {
+        TableName: 'orders',
+        Key: { orderId: 'order-1' },
+        ConditionExpression: '#state = :pending',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ExpressionAttributeValues: { ':pending': 'PENDING' },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    },
+    rejected: (current, cause) => {
+      seen.push({ current, cause });
+      return Promise.resolve(rejected);
+    },
+  };
+}
+
 interface Setup {
   readonly layer: TransactionalDynamoDBPersistenceLayer;
   readonly warnings: jest.Mocked<WarningSink>;
-  /** Calls the idempotent function; `body` runs inside it (it may stage). */
-  readonly run: (body: (layer: TransactionalDynamoDBPersistenceLayer) => unknown) => Promise<unknown>;
+  /**
+   * Calls the idempotent function; `body` runs inside it (it may stage). With `precondition`, it
+   * is staged before the call and released after, as the payment consumer does.
+   */
+  readonly run: (
+    body: (layer: TransactionalDynamoDBPersistenceLayer) => unknown,
+    precondition?: StagedPrecondition,
+  ) => Promise<unknown>;
 }
 
 function setup(): Setup {
@@ -82,6 +118,7 @@ function setup(): Setup {
     throwOnNoIdempotencyKey: true,
   });
   config.registerLambdaContext(lambdaContext(20_000));
+  layer.configure({ config, keyPrefix: PREFIX });
   let body: (layer: TransactionalDynamoDBPersistenceLayer) => unknown = () => ({});
   const idempotent = makeIdempotent(
     async (request: typeof REQUEST) => {
@@ -93,12 +130,39 @@ function setup(): Setup {
   return {
     layer,
     warnings,
-    run: (b) => {
+    run: async (b, precondition) => {
       body = b;
-      return idempotent(REQUEST);
+      const release = precondition === undefined ? undefined : layer.stagePrecondition(REQUEST, precondition);
+      try {
+        return await idempotent(REQUEST);
+      } finally {
+        release?.();
+      }
     },
   };
 }
+
+/** A stored idempotency record as DynamoDB returns it (AttributeValues). */
+function storedRecord(
+  status: 'COMPLETED' | 'INPROGRESS',
+  data?: Record<string, unknown>,
+): Record<string, AttributeValue> {
+  return marshall({
+    id: HASHED_KEY,
+    status,
+    expiration: Math.floor(Date.now() / 1000) + 3600,
+    in_progress_expiration: Date.now() + 20_000,
+    validation: PAYLOAD_HASH,
+    ...(data === undefined ? {} : { data }),
+  });
+}
+
+/** The order a failed ConditionCheck returns (AttributeValues). */
+const CANCELLED_ORDER: Record<string, AttributeValue> = marshall({
+  orderId: 'order-1',
+  state: 'CANCELLED',
+  version: 2,
+});
 
 async function thrownBy(action: () => Promise<unknown>): Promise<unknown> {
   try {
@@ -115,6 +179,20 @@ const cancelled = (...codes: string[]): TransactionCanceledException =>
     $metadata: {},
     CancellationReasons: codes.map((Code) => ({ Code })),
   });
+
+/** A cancellation whose reasons carry the items DynamoDB returns with ALL_OLD. */
+const cancelledWith = (
+  ...reasons: { Code: string; Item?: Record<string, AttributeValue> }[]
+): TransactionCanceledException =>
+  new TransactionCanceledException({
+    message: `Transaction cancelled [${reasons.map((r) => r.Code).join(', ')}]`,
+    $metadata: {},
+    CancellationReasons: reasons,
+  });
+
+/** The TransactItems of the n-th TransactWriteItems sent. */
+const transactItems = (n: number) =>
+  docMock.commandCalls(TransactWriteCommand)[n]?.args[0].input.TransactItems ?? [];
 
 beforeEach(() => {
   ddbMock.reset();
@@ -355,18 +433,251 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
     });
   });
 
-  describe('Method: discard', () => {
-    it('when called for a staged key, it drops the write', async () => {
+  describe('Method: _putRecord (with a precondition)', () => {
+    it('when a precondition is staged, it claims the job in ONE TransactWriteItems: Powertools’ INPROGRESS put and the check', async () => {
       // Prepare
-      const { run, layer } = setup();
-      await run(() => ({}));
-      layer.stage(REQUEST, businessWrite());
+      const { run } = setup();
+      const precondition = orderPrecondition();
+      const body = jest.fn((layer: TransactionalDynamoDBPersistenceLayer) => layer.preconditionHeld(REQUEST));
 
       // Act
-      layer.discard(REQUEST);
+      const held = await run(body, precondition);
 
       // Assess
+      expect(held).toBe(true);
+      expect(ddbMock).toHaveReceivedCommandTimes(PutItemCommand, 0);
+      const [put, check] = transactItems(0);
+      expect(check).toEqual(precondition.item);
+      expect(put?.Put).toMatchObject({
+        TableName: TABLE,
+        Item: {
+          id: HASHED_KEY,
+          status: 'INPROGRESS',
+          expiration: expect.any(Number) as unknown,
+          in_progress_expiration: expect.any(Number) as unknown,
+          validation: PAYLOAD_HASH,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+    });
+
+    it('when a precondition is staged, the put is the one Powertools would send: same item, condition, names and values', async () => {
+      // Prepare: Powertools' own PutItem first (nothing staged), then ours.
+      const plain = setup();
+      await plain.run(() => ({}));
+      const powertools = ddbMock.commandCalls(PutItemCommand)[0]?.args[0].input;
+      const { run } = setup();
+
+      // Act
+      await run(() => ({}), orderPrecondition());
+
+      // Assess
+      const ours = transactItems(0)[0]?.Put;
+      const expressionValues = (values: Record<string, unknown> | undefined) =>
+        Object.keys(values ?? {}).sort();
+      expect(Object.keys(ours?.Item ?? {}).sort()).toEqual(
+        Object.keys(unmarshall(powertools?.Item ?? {})).sort(),
+      );
+      expect(ours?.ConditionExpression).toBe(powertools?.ConditionExpression);
+      expect(ours?.ExpressionAttributeNames).toEqual(powertools?.ExpressionAttributeNames);
+      expect(expressionValues(ours?.ExpressionAttributeValues)).toEqual(
+        expressionValues(powertools?.ExpressionAttributeValues),
+      );
+      expect(ours?.ExpressionAttributeValues?.[':inprogress']).toBe('INPROGRESS');
+    });
+
+    it('when the record exists and is COMPLETED, it answers the stored result with one call, whatever the precondition says', async () => {
+      // Prepare
+      const { run } = setup();
+      const precondition = orderPrecondition();
+      docMock
+        .on(TransactWriteCommand)
+        .rejectsOnce(
+          cancelledWith(
+            { Code: 'ConditionalCheckFailed', Item: storedRecord('COMPLETED', { outcome: 'captured' }) },
+            { Code: 'ConditionalCheckFailed', Item: CANCELLED_ORDER },
+          ),
+        );
+      const body = jest.fn();
+
+      // Act
+      const result = await run(body, precondition);
+
+      // Assess
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(body).not.toHaveBeenCalled();
+      expect(precondition.seen).toEqual([]);
+      expect(docMock.calls()).toHaveLength(1);
+      expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    it('when the record exists and is INPROGRESS, it raises Powertools’ in-progress error with one call', async () => {
+      // Prepare
+      const { run } = setup();
+      docMock
+        .on(TransactWriteCommand)
+        .rejectsOnce(
+          cancelledWith(
+            { Code: 'ConditionalCheckFailed', Item: storedRecord('INPROGRESS') },
+            { Code: 'None' },
+          ),
+        );
+      const body = jest.fn();
+
+      // Act
+      const error = await thrownBy(() => run(body, orderPrecondition()));
+
+      // Assess
+      expect(error).toBeInstanceOf(IdempotencyAlreadyInProgressError);
+      expect(body).not.toHaveBeenCalled();
+      expect(docMock.calls()).toHaveLength(1);
+    });
+
+    it('when only the precondition fails, it throws its domain error from the returned item, writes nothing and never runs the function', async () => {
+      // Prepare
+      const { run, layer } = setup();
+      const domain = new IllegalTransitionError('order is CANCELLED');
+      const precondition = orderPrecondition(domain);
+      const failure = cancelledWith(
+        { Code: 'None' },
+        { Code: 'ConditionalCheckFailed', Item: CANCELLED_ORDER },
+      );
+      docMock.on(TransactWriteCommand).rejectsOnce(failure);
+      const body = jest.fn();
+
+      // Act
+      const error = await thrownBy(() => run(body, precondition));
+
+      // Assess: Powertools wraps what its persistence layer throws; the domain error is the cause.
+      expect(error).toBeInstanceOf(IdempotencyPersistenceLayerError);
+      expect((error as Error).cause).toBe(domain);
+      expect(precondition.seen).toEqual([
+        { current: { orderId: 'order-1', state: 'CANCELLED', version: 2 }, cause: failure },
+      ]);
+      expect(body).not.toHaveBeenCalled();
+      // Nothing to delete: the cancelled transaction wrote no INPROGRESS record.
+      expect(docMock.calls()).toHaveLength(1);
+      expect(ddbMock.calls()).toHaveLength(0);
       expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the precondition fails on an item that does not exist, it hands the precondition no item', async () => {
+      // Prepare
+      const { run } = setup();
+      const precondition = orderPrecondition();
+      docMock.on(TransactWriteCommand).rejectsOnce(cancelled('None', 'ConditionalCheckFailed'));
+
+      // Act
+      await thrownBy(() => run(() => ({}), precondition));
+
+      // Assess
+      expect(precondition.seen.map((s) => s.current)).toEqual([undefined]);
+    });
+
+    it('when a conflicting transaction cancels the claim, it throws a TransientError', async () => {
+      // Prepare
+      const { run } = setup();
+      docMock.on(TransactWriteCommand).rejectsOnce(cancelled('None', 'TransactionConflict'));
+
+      // Act
+      const error = await thrownBy(() => run(() => ({}), orderPrecondition()));
+
+      // Assess
+      expect((error as Error).cause).toBeInstanceOf(TransientError);
+    });
+
+    it('when the claim fails without a cancellation (network), it rethrows the SDK error', async () => {
+      // Prepare
+      const { run } = setup();
+      const failure = Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+      docMock.on(TransactWriteCommand).rejectsOnce(failure);
+
+      // Act
+      const error = await thrownBy(() => run(() => ({}), orderPrecondition()));
+
+      // Assess
+      expect((error as Error).cause).toBe(failure);
+    });
+
+    it('when a precondition and a write are staged, the whole job costs two TransactWriteItems and nothing else', async () => {
+      // Prepare
+      const { run, layer } = setup();
+      const staged = businessWrite();
+
+      // Act
+      await run((l) => l.stage(REQUEST, staged), orderPrecondition());
+
+      // Assess
+      expect(docMock).toHaveReceivedCommandTimes(TransactWriteCommand, 2);
+      expect(transactItems(1)[0]).toEqual(staged.item);
+      expect(ddbMock.calls()).toHaveLength(0);
+      expect(layer.stagedCount).toBe(0);
+    });
+  });
+
+  describe('Method: stagePrecondition', () => {
+    it('when the layer is not configured yet, it throws: the key would not be the one Powertools hashes', () => {
+      // Prepare
+      const layer = new TransactionalDynamoDBPersistenceLayer({
+        tableName: TABLE,
+        awsSdkV3Client: new DynamoDBClient({ region: 'eu-west-1' }),
+      });
+
+      // Act
+      const stage = () => layer.stagePrecondition(REQUEST, orderPrecondition());
+
+      // Assess
+      expect(stage).toThrow('configure the persistence layer before staging a precondition');
+    });
+
+    it('when a job with the same key is in flight, it throws a TransientError and leaves that job’s staging alone', () => {
+      // Prepare
+      const { layer } = setup();
+      const first = layer.stagePrecondition(REQUEST, orderPrecondition());
+
+      // Act
+      const error = (() => {
+        try {
+          layer.stagePrecondition(REQUEST, orderPrecondition());
+        } catch (thrown) {
+          return thrown;
+        }
+        throw new Error('expected a throw');
+      })();
+
+      // Assess
+      expect(error).toBeInstanceOf(TransientError);
+      expect(layer.stagedCount).toBe(1);
+      first();
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when released twice or after another job took the key, the release drops only its own staging', () => {
+      // Prepare
+      const { layer } = setup();
+      const first = layer.stagePrecondition(REQUEST, orderPrecondition());
+      first();
+      layer.stagePrecondition(REQUEST, orderPrecondition());
+
+      // Act
+      first();
+
+      // Assess
+      expect(layer.stagedCount).toBe(1);
+    });
+  });
+
+  describe('Method: preconditionHeld', () => {
+    it('when nothing was staged for the job, it answers false (the claim was Powertools’ plain PutItem)', async () => {
+      // Prepare
+      const { run } = setup();
+
+      // Act
+      const held = await run((layer) => layer.preconditionHeld(REQUEST));
+
+      // Assess
+      expect(held).toBe(false);
+      expect(ddbMock).toHaveReceivedCommandTimes(PutItemCommand, 1);
     });
   });
 });

@@ -1,13 +1,22 @@
 import fc from 'fast-check';
-import { InMemoryOrderStore } from '../../../lib/adapters/fakes/memory-order-store';
 import { makeEnvelope, type JobEnvelope, type PaymentCapturePayload } from '../../../lib/core/envelope';
-import { IllegalTransitionError, PermanentError, TransientError } from '../../../lib/core/errors';
+import {
+  ConcurrentUpdateError,
+  IllegalTransitionError,
+  PermanentError,
+  TransientError,
+  TransitionAlreadyDoneError,
+} from '../../../lib/core/errors';
 import type { Order } from '../../../lib/core/order';
 import {
+  captureGuard,
   capturePayment,
+  explainFailedGuard,
+  OrderAlreadyPaidError,
   OrderNotFoundError,
   paymentCaptureKey,
   PaymentMismatchError,
+  satisfiesGuard,
   type Charge,
   type ChargeRequest,
   type PaymentPorts,
@@ -59,7 +68,6 @@ class RecordingProvider implements PaymentProvider {
 }
 
 interface Harness {
-  readonly orders: InMemoryOrderStore;
   readonly provider: RecordingProvider;
   readonly staged: StagedTransition[];
   /** Crash points reached and provider calls, in order. */
@@ -67,10 +75,7 @@ interface Harness {
   readonly ports: PaymentPorts;
 }
 
-/** A harness over an orders table holding `stored` (null: no order). */
-function harness(stored: Order | null = order()): Harness {
-  const orders = new InMemoryOrderStore(() => NOW);
-  if (stored !== null) orders.orders.set(stored.orderId, stored);
+function harness(): Harness {
   const provider = new RecordingProvider();
   const staged: StagedTransition[] = [];
   const trail: string[] = [];
@@ -81,12 +86,10 @@ function harness(stored: Order | null = order()): Harness {
     },
   };
   return {
-    orders,
     provider,
     staged,
     trail,
     ports: {
-      orders,
       provider: recordingProvider,
       stageTransition: (t) => staged.push(t),
       crash: (point: SideEffectPoint) => trail.push(point),
@@ -114,11 +117,137 @@ describe('Function: paymentCaptureKey', () => {
   });
 });
 
+describe('Function: captureGuard', () => {
+  it('when given a job, it asks the order to be PENDING with the job’s amount and currency', () => {
+    // Act
+    const guard = captureGuard(job({ amountMinor: 990, currency: 'USD' }));
+
+    // Assess
+    expect(guard).toEqual({ orderId: 'order-1', state: 'PENDING', amountMinor: 990, currency: 'USD' });
+  });
+});
+
+describe('Function: satisfiesGuard', () => {
+  it.each([
+    { label: 'a PENDING order with the job’s sum', stored: order(), expected: true },
+    { label: 'a PAID order', stored: order({ state: 'PAID' }), expected: false },
+    { label: 'another amount', stored: order({ amountMinor: 999 }), expected: false },
+    { label: 'another currency', stored: order({ currency: 'USD' }), expected: false },
+    { label: 'no order', stored: undefined, expected: false },
+  ])('when given $label, it answers $expected', ({ stored, expected }) => {
+    // Act
+    const satisfied = satisfiesGuard(captureGuard(job()), stored);
+
+    // Assess
+    expect(satisfied).toBe(expected);
+  });
+});
+
+describe('Function: explainFailedGuard', () => {
+  const cause = new Error('TransactionCanceledException');
+
+  describe.each<OrderState>(['PAID', 'RESERVED'])('when the order is already %s', (state) => {
+    it('answers OrderAlreadyPaidError (a duplicate found before any charge) with the state and cause', () => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job()), order({ state }), { cause });
+
+      // Assess
+      expect(error).toBeInstanceOf(OrderAlreadyPaidError);
+      expect(error).toBeInstanceOf(TransitionAlreadyDoneError);
+      expect(error).toMatchObject({ orderId: 'order-1', state, cause });
+    });
+  });
+
+  describe.each<OrderState>(['CANCELLED', 'PAYMENT_FAILED'])('when the order is %s', (state) => {
+    it('answers IllegalTransitionError (permanent), and not a duplicate', () => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job()), order({ state }), { cause });
+
+      // Assess
+      expect(error).toBeInstanceOf(IllegalTransitionError);
+      expect(error).not.toBeInstanceOf(TransitionAlreadyDoneError);
+      expect(error.message).toContain(`order-1 is ${state}`);
+      expect(error.cause).toBe(cause);
+    });
+  });
+
+  describe('when the order does not exist', () => {
+    it('answers OrderNotFoundError, a permanent error', () => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job()), undefined, { cause });
+
+      // Assess
+      expect(error).toBeInstanceOf(OrderNotFoundError);
+      expect(error).toBeInstanceOf(PermanentError);
+      expect(error.cause).toBe(cause);
+    });
+  });
+
+  describe('when the order is PENDING but asks for another sum', () => {
+    it.each([
+      { payload: { amountMinor: 999 }, problem: 'amountMinor: the job says 999, the order 1250' },
+      { payload: { currency: 'USD' }, problem: 'currency: the job says USD, the order EUR' },
+    ])('when $problem, it answers PaymentMismatchError naming it', ({ payload, problem }) => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job(payload)), order(), { cause });
+
+      // Assess
+      expect(error).toBeInstanceOf(PaymentMismatchError);
+      expect(error).toBeInstanceOf(PermanentError);
+      expect(error.message).toContain(problem);
+    });
+
+    it('when the order is already PAID and the sum differs too, it answers the duplicate (state first)', () => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job({ amountMinor: 999 })), order({ state: 'PAID' }));
+
+      // Assess
+      expect(error).toBeInstanceOf(OrderAlreadyPaidError);
+    });
+  });
+
+  describe('when the order satisfies the guard now', () => {
+    it('answers ConcurrentUpdateError: it changed since the check, a retry checks again', () => {
+      // Act
+      const error = explainFailedGuard(captureGuard(job()), order(), { cause });
+
+      // Assess
+      expect(error).toBeInstanceOf(ConcurrentUpdateError);
+      expect(error).toBeInstanceOf(TransientError);
+    });
+  });
+
+  describe('Property: a failed guard', () => {
+    it('when explained for any order state and job sum, it is a duplicate iff the order is PAID or RESERVED, and transient iff the guard holds', () => {
+      fc.assert(
+        fc.property(
+          fc.constantFrom(...ORDER_STATES),
+          fc.integer({ min: 1, max: 5_000 }),
+          fc.integer({ min: 1, max: 5_000 }),
+          fc.constantFrom('EUR', 'USD'),
+          (state, orderAmount, jobAmount, currency) => {
+            // Prepare
+            const guard = captureGuard(job({ amountMinor: jobAmount, currency }));
+            const stored = order({ state, amountMinor: orderAmount });
+
+            // Act
+            const error = explainFailedGuard(guard, stored);
+
+            // Assess
+            expect(error instanceof OrderAlreadyPaidError).toBe(state === 'PAID' || state === 'RESERVED');
+            expect(error instanceof TransientError).toBe(satisfiesGuard(guard, stored));
+          },
+        ),
+      );
+    });
+  });
+});
+
 describe('Function: capturePayment', () => {
-  describe('when the order is PENDING and the job matches it', () => {
-    it('charges once with the business idempotency key and stages PENDING → PAID at the version read', async () => {
+  describe('when called for a claimed job (its guard held)', () => {
+    it('charges once with the business idempotency key and stages PENDING → PAID with no version read', async () => {
       // Prepare
-      const h = harness(order({ version: 3 }));
+      const h = harness();
 
       // Act
       const result = await capturePayment(job(), h.ports);
@@ -136,17 +265,16 @@ describe('Function: capturePayment', () => {
           orderId: 'order-1',
           from: 'PENDING',
           to: 'PAID',
-          expectedVersion: 3,
           changes: { paymentId: 'pay-1', chargeId: 'ch_1' },
           at: NOW,
         },
       ]);
+      expect(h.staged[0]).not.toHaveProperty('expectedVersion');
       expect(result).toEqual({
         outcome: 'captured',
         orderId: 'order-1',
         paymentId: 'pay-1',
         chargeId: 'ch_1',
-        orderVersion: 4,
       });
     });
 
@@ -159,81 +287,6 @@ describe('Function: capturePayment', () => {
 
       // Assess
       expect(h.trail).toEqual(['before-side-effect', 'provider', 'after-side-effect']);
-    });
-
-    it('writes nothing to the order itself: the transition is only staged', async () => {
-      // Prepare
-      const h = harness();
-
-      // Act
-      await capturePayment(job(), h.ports);
-
-      // Assess
-      expect(h.orders.orders.get('order-1')).toMatchObject({ state: 'PENDING', version: 0 });
-    });
-  });
-
-  describe.each<OrderState>(['PAID', 'RESERVED'])('when the order is already %s', (state) => {
-    it('reports duplicate_ignored with no provider call, no crash point and nothing staged', async () => {
-      // Prepare
-      const h = harness(order({ state, version: 2, chargeId: 'ch_first' }));
-
-      // Act
-      const result = await capturePayment(job(), h.ports);
-
-      // Assess
-      expect(result).toEqual({ outcome: 'duplicate_ignored', orderId: 'order-1', state });
-      expect(h.trail).toEqual([]);
-      expect(h.staged).toEqual([]);
-    });
-  });
-
-  describe.each<OrderState>(['CANCELLED', 'PAYMENT_FAILED'])('when the order is %s', (state) => {
-    it('throws IllegalTransitionError (permanent) without charging', async () => {
-      // Prepare
-      const h = harness(order({ state }));
-
-      // Act
-      const error = await thrownBy(() => capturePayment(job(), h.ports));
-
-      // Assess
-      expect(error).toBeInstanceOf(IllegalTransitionError);
-      expect(h.provider.calls).toHaveLength(0);
-    });
-  });
-
-  describe('when the order does not exist', () => {
-    it('throws OrderNotFoundError, a permanent error, without charging', async () => {
-      // Prepare
-      const h = harness(null);
-
-      // Act
-      const error = await thrownBy(() => capturePayment(job(), h.ports));
-
-      // Assess
-      expect(error).toBeInstanceOf(OrderNotFoundError);
-      expect(error).toBeInstanceOf(PermanentError);
-      expect(h.provider.calls).toHaveLength(0);
-    });
-  });
-
-  describe('when the job does not match the order', () => {
-    it.each([
-      { payload: { amountMinor: 999 }, problem: 'amountMinor: the job says 999, the order 1250' },
-      { payload: { currency: 'USD' }, problem: 'currency: the job says USD, the order EUR' },
-    ])('when $problem, it throws PaymentMismatchError without charging', async ({ payload, problem }) => {
-      // Prepare
-      const h = harness();
-
-      // Act
-      const error = await thrownBy(() => capturePayment(job(payload), h.ports));
-
-      // Assess
-      expect(error).toBeInstanceOf(PaymentMismatchError);
-      expect(error).toBeInstanceOf(PermanentError);
-      expect((error as Error).message).toContain(problem);
-      expect(h.provider.calls).toHaveLength(0);
-      expect(h.trail).toEqual([]);
     });
   });
 
@@ -251,36 +304,6 @@ describe('Function: capturePayment', () => {
       expect(error).toBe(failure);
       expect(h.staged).toEqual([]);
       expect(h.trail).toEqual(['before-side-effect', 'provider']);
-    });
-  });
-
-  describe('Property: charging', () => {
-    it('when run on any order state and any job amounts, it charges iff the order is PENDING and matches, and at most once', async () => {
-      await fc.assert(
-        fc.asyncProperty(
-          fc.constantFrom(...ORDER_STATES),
-          fc.integer({ min: 1, max: 5_000 }),
-          fc.integer({ min: 1, max: 5_000 }),
-          fc.constantFrom('EUR', 'USD'),
-          async (state, orderAmount, jobAmount, currency) => {
-            // Prepare
-            const h = harness(order({ state, amountMinor: orderAmount }));
-
-            // Act
-            const outcome = await capturePayment(job({ amountMinor: jobAmount, currency }), h.ports).catch(
-              (error: unknown) => error,
-            );
-
-            // Assess
-            const shouldCharge = state === 'PENDING' && orderAmount === jobAmount && currency === 'EUR';
-            expect(h.provider.calls).toHaveLength(shouldCharge ? 1 : 0);
-            expect(h.staged).toHaveLength(shouldCharge ? 1 : 0);
-            if (state === 'PAID' || state === 'RESERVED') {
-              expect(outcome).toMatchObject({ outcome: 'duplicate_ignored' });
-            }
-          },
-        ),
-      );
     });
   });
 });

@@ -5,14 +5,38 @@ import {
   IdempotencyPersistenceLayerError,
   IdempotencyValidationError,
 } from '@aws-lambda-powertools/idempotency';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  TransactionCanceledException,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import 'aws-sdk-client-mock-jest';
 import type * as PaymentConsumerModule from '../../../lambdas/payment-consumer';
-import { FunctionEnvError, parseFunctionEnv } from '../../../lib/adapters/lambda-env';
+import { DynamoDbOrderStore } from '../../../lib/adapters/aws/dynamodb-order-store';
+import { DLQ_ATTRIBUTE } from '../../../lib/adapters/aws/sqs-job-runner';
+import { TransactionalDynamoDBPersistenceLayer } from '../../../lib/adapters/aws/transactional-persistence';
+import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
+import { jobTypeByName, METRIC } from '../../../lib/config';
+import { makeEnvelope } from '../../../lib/core/envelope';
 import {
   classifyError,
   TransientError,
   TransitionAlreadyDoneError,
   ValidationError,
 } from '../../../lib/core/errors';
+import type { Order } from '../../../lib/core/order';
+import { OrderAlreadyPaidError, paymentCaptureKey, type PaymentProvider } from '../../../lib/core/payment';
+import { jobRecord, sqsEvent } from '../../helpers/job-records';
+import { lambdaContext } from '../../helpers/sqs-events';
 
 const ENV = {
   TENANG_STAGE: 'unit',
@@ -87,6 +111,20 @@ describe('Function: toDomainError', () => {
     expect(mapped).toBe(domain);
   });
 
+  it('when the claim was refused because the order is already paid, it is that OrderAlreadyPaidError (the handler reports a duplicate)', () => {
+    // Prepare
+    const domain = new OrderAlreadyPaidError('order-1', 'PAID');
+    const wrapped = new IdempotencyPersistenceLayerError('Failed to save in progress record', {
+      cause: domain,
+    });
+
+    // Act
+    const mapped = consumer.toDomainError(wrapped);
+
+    // Assess
+    expect(mapped).toBe(domain);
+  });
+
   it('when the persistence layer failed on a retryable SDK error, it is that error (transient)', () => {
     // Prepare
     const throttled = Object.assign(new Error('slow down'), {
@@ -148,5 +186,204 @@ describe('Schema: PaymentConsumerEnvSchema', () => {
       'IDEMPOTENCY_TABLE',
       'DLQ_URL',
     ]);
+  });
+});
+
+const JOB_TYPE = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'payment.capture');
+const NOW = new Date('2030-06-01T12:00:00.000Z');
+const ddbMock = mockClient(DynamoDBClient);
+const docMock = mockClient(DynamoDBDocumentClient);
+const sqsMock = mockClient(SQSClient);
+
+function storedOrder(overrides: Partial<Order> = {}): Order {
+  return {
+    orderId: 'order-1',
+    state: 'PENDING',
+    version: 0,
+    customerEmail: 'ana@example.com',
+    lines: [{ sku: 'sku-1', quantity: 2 }],
+    amountMinor: 1250,
+    currency: 'EUR',
+    createdAt: NOW.toISOString(),
+    updatedAt: NOW.toISOString(),
+    ...overrides,
+  };
+}
+
+/** A FIFO record of a capture of order-1 for 12.50 EUR. */
+function captureRecord(messageId = 'm-1'): SQSRecord {
+  const payload = { orderId: 'order-1', paymentId: 'pay-1', amountMinor: 1250, currency: 'EUR' };
+  const record = jobRecord({ type: 'payment.capture', payload, messageId });
+  const body = JSON.stringify(
+    makeEnvelope('payment.capture', payload, {
+      idempotencyKey: paymentCaptureKey('pay-1'),
+      correlationId: `corr-${messageId}`,
+      now: NOW,
+    }),
+  );
+  return {
+    ...record,
+    body,
+    attributes: { ...record.attributes, MessageGroupId: 'order-1', SequenceNumber: '1' },
+  };
+}
+
+/** The claim's cancellation when the order check failed on `order` (the record's put passed). */
+const orderCheckFailed = (order: Order): TransactionCanceledException =>
+  new TransactionCanceledException({
+    message: 'Transaction cancelled [None, ConditionalCheckFailed]',
+    $metadata: {},
+    CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: marshall(order) }],
+  });
+
+interface HandlerFixture {
+  readonly handler: ReturnType<typeof PaymentConsumerModule.createHandler>;
+  readonly persistence: TransactionalDynamoDBPersistenceLayer;
+  readonly provider: jest.Mocked<PaymentProvider>;
+  readonly outcomes: () => string[];
+}
+
+function handlerFixture(): HandlerFixture {
+  const client = new DynamoDBClient({ region: 'eu-west-1' });
+  const persistence = new TransactionalDynamoDBPersistenceLayer({
+    tableName: ENV.IDEMPOTENCY_TABLE,
+    awsSdkV3Client: client,
+  });
+  const provider = { capture: jest.fn().mockResolvedValue({ chargeId: 'ch_1', replayed: false }) };
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
+  const addMetric = jest.spyOn(metrics, 'addMetric');
+  const handler = consumer.createHandler({
+    jobType: JOB_TYPE,
+    queueUrl: ENV.QUEUE_URL,
+    dlqUrl: ENV.DLQ_URL,
+    sqs: new SQSClient({ region: 'eu-west-1' }),
+    orders: new DynamoDbOrderStore(client, ENV.ORDERS_TABLE, () => NOW),
+    persistence,
+    provider,
+    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    metrics,
+    clock: () => NOW,
+    random: () => 0,
+  });
+  const outcomes = new Set<string>([
+    METRIC.jobSucceeded,
+    METRIC.duplicateIgnored,
+    METRIC.jobRetried,
+    METRIC.jobFailedPermanently,
+    METRIC.jobBug,
+  ]);
+  return {
+    handler,
+    persistence,
+    provider,
+    outcomes: () => addMetric.mock.calls.map(([name]) => name).filter((name) => outcomes.has(name)),
+  };
+}
+
+describe('Function: createHandler (payment-consumer)', () => {
+  beforeEach(() => {
+    ddbMock.reset();
+    docMock.reset();
+    sqsMock.reset();
+    ddbMock.on(PutItemCommand).resolves({});
+    ddbMock.on(UpdateItemCommand).resolves({});
+    ddbMock.on(DeleteItemCommand).resolves({});
+    docMock.on(TransactWriteCommand).resolves({});
+    sqsMock.on(SendMessageCommand).resolves({ MessageId: 'dead' });
+    sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
+  });
+
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
+
+  it('when the order is PENDING for the job’s sum, it claims with the order check, charges once and completes with PAID: two calls', async () => {
+    // Prepare
+    const { handler, provider, outcomes, persistence } = handlerFixture();
+
+    // Act
+    const response = await handler(sqsEvent(captureRecord()), lambdaContext());
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(outcomes()).toEqual([METRIC.jobSucceeded]);
+    expect(provider.capture).toHaveBeenCalledTimes(1);
+    const [claim, completion] = docMock
+      .commandCalls(TransactWriteCommand)
+      .map((c) => c.args[0].input.TransactItems);
+    expect(claim?.[1]?.ConditionCheck).toMatchObject({
+      TableName: ENV.ORDERS_TABLE,
+      Key: { orderId: 'order-1' },
+      ExpressionAttributeValues: { ':state': 'PENDING', ':amountMinor': 1250, ':currency': 'EUR' },
+    });
+    expect(completion?.[0]?.Update).toMatchObject({
+      TableName: ENV.ORDERS_TABLE,
+      ConditionExpression: '#state = :from',
+      ExpressionAttributeValues: expect.objectContaining({ ':to': 'PAID', ':c1': 'ch_1' }) as unknown,
+    });
+    expect(docMock.calls()).toHaveLength(2);
+    expect(ddbMock.calls()).toHaveLength(0);
+    expect(persistence.stagedCount).toBe(0);
+  });
+
+  it.each(['PAID', 'RESERVED'] as const)(
+    'when the claim finds the order %s, it is duplicate_ignored with one call and no provider call',
+    async (state) => {
+      // Prepare
+      const { handler, provider, outcomes, persistence } = handlerFixture();
+      docMock.on(TransactWriteCommand).rejectsOnce(orderCheckFailed(storedOrder({ state, version: 1 })));
+
+      // Act
+      const response = await handler(sqsEvent(captureRecord()), lambdaContext());
+
+      // Assess
+      expect(response.batchItemFailures).toEqual([]);
+      expect(outcomes()).toEqual([METRIC.duplicateIgnored]);
+      expect(provider.capture).not.toHaveBeenCalled();
+      expect(docMock.calls()).toHaveLength(1);
+      expect(ddbMock.calls()).toHaveLength(0);
+      expect(sqsMock).toHaveReceivedCommandTimes(SendMessageCommand, 0);
+      expect(persistence.stagedCount).toBe(0);
+    },
+  );
+
+  it.each([
+    { order: storedOrder({ state: 'CANCELLED', version: 1 }), errorClass: 'IllegalTransitionError' },
+    { order: storedOrder({ amountMinor: 999 }), errorClass: 'PaymentMismatchError' },
+  ])(
+    'when the claim finds the order failing the guard, it dead-letters the job as $errorClass without charging',
+    async ({ order, errorClass }) => {
+      // Prepare
+      const { handler, provider, outcomes } = handlerFixture();
+      docMock.on(TransactWriteCommand).rejectsOnce(orderCheckFailed(order));
+
+      // Act
+      const response = await handler(sqsEvent(captureRecord()), lambdaContext());
+
+      // Assess
+      expect(response.batchItemFailures).toEqual([]);
+      expect(outcomes()).toEqual([METRIC.jobFailedPermanently]);
+      expect(provider.capture).not.toHaveBeenCalled();
+      const dead = sqsMock.commandCalls(SendMessageCommand)[0]?.args[0].input;
+      expect(dead?.QueueUrl).toBe(ENV.DLQ_URL);
+      expect(dead?.MessageAttributes?.[DLQ_ATTRIBUTE.errorClass]?.StringValue).toBe(errorClass);
+      expect(docMock).toHaveReceivedCommandTimes(GetCommand, 0);
+    },
+  );
+
+  it('when the job was claimed without its guard checked (a bug), it charges nothing and fails loudly', async () => {
+    // Prepare
+    const { handler, provider, outcomes, persistence } = handlerFixture();
+    jest.spyOn(persistence, 'preconditionHeld').mockReturnValue(false);
+
+    // Act
+    const response = await handler(sqsEvent(captureRecord()), lambdaContext());
+
+    // Assess
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(outcomes()).toEqual([METRIC.jobBug]);
+    expect(provider.capture).not.toHaveBeenCalled();
+    expect(ddbMock).toHaveReceivedCommandTimes(DeleteItemCommand, 1);
   });
 });
