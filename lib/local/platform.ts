@@ -12,6 +12,8 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { AlarmEvaluator, type AlarmEvaluatorDeps } from './alarm-evaluator';
+import { queueNameFromUrl } from '../adapters/aws/deployment';
 import { readLocalDeployment, type LocalDeployment } from './deployment';
 import { startLocalEnv, type LocalEnv } from './env';
 import { startFakeProvider, type FakeProvider } from './fake-provider';
@@ -33,6 +35,11 @@ export interface PlatformOptions {
   readonly reconcileEveryMs?: number;
   /** @default the repository root */
   readonly projectRoot?: string;
+  /** Alarm evaluation timing (short periods for scenarios). @default each alarm's own period, evaluated every second */
+  readonly alarms?: Pick<
+    AlarmEvaluatorDeps,
+    'periodSeconds' | 'periodScale' | 'intervalMs' | 'publishMetrics'
+  >;
 }
 
 /** Endpoint variables that point a function at the local stand-ins. */
@@ -54,10 +61,13 @@ export class LocalPlatform {
     public readonly streamSources: readonly StreamEventSource[],
     public readonly api: LocalHttpApi,
     public readonly providers: { readonly payment: FakeProvider; readonly messaging: FakeProvider },
+    /** CloudWatch's part: metric alarm states in moto, composite alarms here. */
+    public readonly alarms: AlarmEvaluator,
     private readonly clients: {
       readonly sqs: SQSClient;
       readonly ssm: SSMClient;
       readonly streams: DynamoDBStreamsClient;
+      readonly cloudwatch: CloudWatchClient;
     },
     private readonly opts: PlatformOptions,
   ) {}
@@ -89,19 +99,45 @@ export class LocalPlatform {
       started.push(payment);
       const messaging = await startFakeProvider({ kind: 'messages' });
       started.push(messaging);
+      // Lambda hands every function credentials through its environment; so does the local host.
+      const credentials = {
+        AWS_ACCESS_KEY_ID: env.env.AWS_ACCESS_KEY_ID ?? process.env.AWS_ACCESS_KEY_ID ?? 'testing',
+        AWS_SECRET_ACCESS_KEY:
+          env.env.AWS_SECRET_ACCESS_KEY ?? process.env.AWS_SECRET_ACCESS_KEY ?? 'testing',
+      };
       const endpointEnv: Record<string, string> = {
+        ...credentials,
         ...env.env,
         AWS_ENDPOINT_URL_LAMBDA: control.url,
         [PROVIDER_VARIABLES.payment]: payment.url,
         [PROVIDER_VARIABLES.messaging]: messaging.url,
       };
-      const output = opts.onFunctionOutput ?? ((): void => undefined);
+      // Created so the platform's stop() can close it even if a later step fails.
+      let platform: LocalPlatform | undefined = undefined;
+      const cloudwatch = new CloudWatchClient(config);
+      const alarms = new AlarmEvaluator({
+        ...opts.alarms,
+        cloudwatch,
+        sqs,
+        compositeAlarms: provisioned.alarms.compositeAlarms,
+        alarmNamePrefix: `tenang-${stage}-`,
+        deletedMessages: (queueName) =>
+          platform?.sqsSources
+            .filter((s) => queueNameFromUrl(s.spec.queueUrl) === queueName)
+            .reduce((n, s) => n + s.stats.deleted, 0),
+        iteratorAgeMs: (fn) =>
+          platform?.streamSources.find((s) => s.spec.functionName === fn)?.stats.iteratorAgeMs,
+        log: (line) => opts.log(`alarms: ${line}`),
+      });
+      const userOutput = opts.onFunctionOutput ?? ((): void => undefined);
+      const output = (line: string, fn: string): void => {
+        alarms.recordOutput(line, fn);
+        userOutput(line, fn);
+      };
       const hosts = new Map<string, FunctionHost>();
       for (const fn of deployment.functions.values())
         hosts.set(fn.name, new FunctionHost(fn, endpointEnv, output));
 
-      // Created so the platform's stop() can close it even if a later step fails.
-      let platform: LocalPlatform | undefined = undefined;
       const invoke = (fn: string, event: unknown): Promise<InvokeResult> => {
         if (platform === undefined) throw new Error('platform not started');
         return platform.invoke(fn, event);
@@ -137,13 +173,15 @@ export class LocalPlatform {
         streamSources,
         api,
         { payment, messaging },
-        { sqs, ssm: new SSMClient(config), streams },
+        alarms,
+        { sqs, ssm: new SSMClient(config), streams, cloudwatch },
         opts,
       );
       await platform.reconcile('start');
       for (const s of sqsSources) s.start();
       for (const s of streamSources) await s.start();
       platform.playEventBridge(stage, opts.reconcileEveryMs ?? 10_000);
+      alarms.start();
       opts.log(
         `local pipeline running: ${hosts.size} functions, ${sqsSources.length} queue and ${streamSources.length} stream mappings, HTTP API at ${api.url}`,
       );
@@ -161,7 +199,9 @@ export class LocalPlatform {
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
     const crashPoints = this.crashOnce.get(functionName);
     if (crashPoints !== undefined) this.crashOnce.delete(functionName);
-    return host.invoke(event, { crashPoints });
+    const result = await host.invoke(event, { crashPoints });
+    this.alarms.recordInvocation(functionName, result);
+    return result;
   }
 
   /** The next invocation of `functionName` crashes at `points` (its process is killed there). */
@@ -222,6 +262,7 @@ export class LocalPlatform {
   /** Stops every mapping, function, server and emulator this platform started. */
   public async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    await this.alarms.stop();
     await Promise.all([...this.sqsSources, ...this.streamSources].map((s) => s.stop()));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     await this.api.close();

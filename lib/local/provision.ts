@@ -95,7 +95,10 @@ function runCdk(projectRoot: string, args: string[], env: Readonly<Record<string
 export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Provisioned> {
   const log = opts.log ?? ((): void => undefined);
   const stage = opts.stage ?? 'dev';
-  const assemblyDir = path.join(opts.projectRoot, '.tenang', 'cdk.out');
+  // One assembly per emulator: platforms on different emulators (parallel tests) never share
+  // a cdk output directory, which the cdk CLI locks.
+  const emulatorPort = new URL(opts.env.AWS_ENDPOINT_URL ?? 'http://localhost:0').port || 'default';
+  const assemblyDir = path.join(opts.projectRoot, '.tenang', `cdk.out-${stage}-${emulatorPort}`);
   const context = ['-c', `${TARGET_CONTEXT_KEY}=emulator`, '-c', `${STAGE_CONTEXT_KEY}=${stage}`];
 
   log('synthesizing the app for the emulator (cdk-nag AwsSolutions + Serverless)…');

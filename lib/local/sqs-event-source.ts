@@ -8,6 +8,7 @@
  */
 import {
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   type Message,
   type SQSClient,
@@ -47,6 +48,7 @@ export interface SqsMappingStats {
 
 const MAX_RECEIVE = 10;
 const IDLE_WAIT_MS = 200;
+const VISIBILITY_REFRESH_MS = 5_000;
 
 /** The messages of a batch that must stay in the queue after an invocation. */
 export function failedMessageIds(
@@ -82,6 +84,7 @@ export class SqsEventSource {
   };
   private running = false;
   private workers: Promise<void>[] = [];
+  private visibility: { seconds: number | undefined; readAt: number } = { seconds: undefined, readAt: 0 };
 
   public constructor(
     public readonly spec: SqsMappingSpec,
@@ -121,7 +124,26 @@ export class SqsEventSource {
     }
   }
 
-  /** Receives up to batchSize messages within the batching window. */
+  /**
+   * The queue's visibility timeout, re-read every few seconds and passed explicitly on each
+   * receive, as the Lambda service uses the queue's current setting (moto's JSON-protocol
+   * receive otherwise keeps using an older value after SetQueueAttributes).
+   */
+  private async visibilityTimeout(): Promise<number | undefined> {
+    if (Date.now() - this.visibility.readAt > VISIBILITY_REFRESH_MS) {
+      const { Attributes } = await this.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: this.spec.queueUrl,
+          AttributeNames: ['VisibilityTimeout'],
+        }),
+      );
+      const seconds = Number(Attributes?.VisibilityTimeout);
+      this.visibility = { seconds: Number.isFinite(seconds) ? seconds : undefined, readAt: Date.now() };
+    }
+    return this.visibility.seconds;
+  }
+
+  /** Receives up to batchSize messages within the batching window (cut short by a pause). */
   private async receiveBatch(): Promise<Message[]> {
     const batch: Message[] = [];
     const windowEnds = Date.now() + this.spec.batchingWindowSeconds * 1000;
@@ -131,13 +153,19 @@ export class SqsEventSource {
           QueueUrl: this.spec.queueUrl,
           MaxNumberOfMessages: Math.min(MAX_RECEIVE, this.spec.batchSize - batch.length),
           WaitTimeSeconds: 1,
+          VisibilityTimeout: await this.visibilityTimeout(),
           MessageSystemAttributeNames: ['All'],
           MessageAttributeNames: ['All'],
         }),
       );
       batch.push(...Messages);
       if (Messages.length === 0 && batch.length === 0) return batch;
-    } while (this.running && batch.length < this.spec.batchSize && Date.now() < windowEnds);
+    } while (
+      this.running &&
+      this.hooks.isEnabled() &&
+      batch.length < this.spec.batchSize &&
+      Date.now() < windowEnds
+    );
     return batch;
   }
 

@@ -1,0 +1,35 @@
+/**
+ * Starts a whole local platform for a test file, on a moto of its own (a free port), so its
+ * deployment never collides with the shared emulator other test files use.
+ */
+import * as net from 'node:net';
+import { LocalPlatform, type PlatformOptions } from '../../lib/local/platform';
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a platform on its own moto; `lines` collects what its functions print. */
+export async function startTestPlatform(
+  opts: Partial<PlatformOptions> = {},
+): Promise<{ platform: LocalPlatform; lines: string[] }> {
+  const lines: string[] = [];
+  // The integration setup points AWS_ENDPOINT_URL at the shared moto: this platform gets its own.
+  delete process.env.AWS_ENDPOINT_URL;
+  process.env.TENANG_MOTO_PORT = String(await freePort());
+  const platform = await LocalPlatform.start({
+    log: () => undefined,
+    onFunctionOutput: (line, fn) => lines.push(`${fn}: ${line}`),
+    reconcileEveryMs: 5_000,
+    ...opts,
+  });
+  return { platform, lines };
+}
