@@ -8,16 +8,52 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import { measureBundles, type BundleResult } from './bundles';
 import { measureCache, type CacheResults } from './cache';
+import { commandList, measureCalls, type CallsFigure, type CallsResults } from './calls';
 
 interface Results {
   readonly generatedAt: string;
   readonly machine: { readonly node: string; readonly cpus: number; readonly platform: string };
+  readonly calls?: CallsResults;
   readonly bundles?: readonly BundleResult[];
   readonly cache?: CacheResults;
 }
 
 function kib(bytes: number): string {
   return `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+const CASE_LABEL: Record<CallsFigure['case'], string> = {
+  success: 'success',
+  duplicate: 'duplicate',
+  'failed-then-retried': 'failed, then retried',
+};
+
+/** Up to two decimals, no trailing zeros: 2, 0.5, 1.05. */
+function mean(n: number): string {
+  return String(Number(n.toFixed(2)));
+}
+
+function callsSection(c: CallsResults): string[] {
+  return [
+    '## DynamoDB and SQS calls per job',
+    '',
+    `Commands the function itself sent through its SDK clients, counted by a middleware (lib/adapters/aws/call-counter.ts: one per \`send\`, the SDK's own retries not included), mean per job over ${c.jobsPerCase} jobs per case, against moto. Each consumer has its own FIFO queue and DLQ and receives real messages through the local event source mapping (records built by lib/local/sqs-event.ts, as Lambda delivers them); the mapping's ReceiveMessage and DeleteMessageBatch are the Lambda service's, not the function's, and are not counted.`,
+    '',
+    "- **tenang**: the payment consumer (createHandler over depsFromEnv's clients): the claim with the order's guard in one TransactWriteItems, the completion with the PAID transition in another; a transient failure sets the retry's backoff with ChangeMessageVisibility, a permanent one sends to the DLQ.",
+    '- **Powertools baseline** (lib/local/powertools-baseline.ts): makeIdempotent over DynamoDBPersistenceLayer, the order read for the capture guard, the PAID transition as its own write, BatchProcessor; a failed message waits out the visibility timeout. Without the read it would make one call less per success (the 3 often quoted), and charge a cancelled order or a wrong amount.',
+    '',
+    `Cases: **success**, a new job for a PENDING order; **duplicate**, the same job delivered again after it succeeded; **failed, then retried**, the payment provider refuses the job's first request and its second delivery succeeds: the calls of both deliveries together. Every case is checked before its counts are kept: each order PAID once, one charge per job, nothing in the DLQ. The queues' visibility timeout is ${c.visibilityTimeoutSeconds} s here so the baseline's retry returns within the run; tenang's backoff is set to 0 s; neither changes the counts.`,
+    '',
+    'Columns: **DynamoDB / job** and **SQS / job**, the commands the function sent to each service, divided by the jobs; **all / job**, their sum; **by command**, the same calls split by command (mean per job); **deliveries / job**, times the mapping handed each job to the function; **provider requests / job**, HTTP requests that reached the payment provider, refused ones included.',
+    '',
+    '| case | consumer | DynamoDB / job | SQS / job | all / job | by command (per job) | deliveries / job | provider requests / job |',
+    '|---|---|---|---|---|---|---|---|',
+    ...c.figures.map(
+      (f) =>
+        `| ${CASE_LABEL[f.case]} | ${f.system === 'tenang' ? '**tenang**' : 'Powertools baseline'} | ${mean(f.dynamoDb.perJob)} | ${mean(f.sqs.perJob)} | ${mean(f.dynamoDb.perJob + f.sqs.perJob)} | ${commandList(f)} | ${mean(f.deliveriesPerJob)} | ${mean(f.providerRequestsPerJob)} |`,
+    ),
+    '',
+  ];
 }
 
 function report(r: Results): string {
@@ -27,6 +63,7 @@ function report(r: Results): string {
     `Generated ${r.generatedAt} on Node ${r.machine.node}, ${r.machine.cpus} CPUs (${r.machine.platform}). Counts are exact; times are medians of interleaved runs on a shared machine and move between runs — read the ratios.`,
     '',
   ];
+  if (r.calls !== undefined) lines.push(...callsSection(r.calls));
   if (r.bundles !== undefined) {
     lines.push(
       '## Handler bundles and module load time',
@@ -73,10 +110,11 @@ async function main(): Promise<void> {
   const program = new Command('bench')
     .description('Measure calls per job, cache round trips, stampede protection, bundle size and load time.')
     .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
-    .option('--only <sections>', 'comma-separated: bundles,cache', 'bundles,cache')
+    .option('--jobs <n>', 'jobs per case and consumer in the calls section', '20')
+    .option('--only <sections>', 'comma-separated: calls,bundles,cache', 'calls,bundles,cache')
     .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname));
   program.parse();
-  const opts = program.opts<{ runs: string; only: string; out: string }>();
+  const opts = program.opts<{ runs: string; jobs: string; only: string; out: string }>();
   const only = new Set(opts.only.split(','));
   const log = (line: string): void => {
     process.stderr.write(`[bench] ${line}\n`);
@@ -84,6 +122,9 @@ async function main(): Promise<void> {
   const results: Results = {
     generatedAt: new Date().toISOString(),
     machine: { node: process.version, cpus: os.cpus().length, platform: process.platform },
+    calls: only.has('calls')
+      ? await measureCalls({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), jobs: Number(opts.jobs), log })
+      : undefined,
     bundles: only.has('bundles') ? await measureBundles({ runs: Number(opts.runs), log }) : undefined,
     cache: only.has('cache') ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log }) : undefined,
   };

@@ -6,6 +6,7 @@
  * transition commits in one transaction with the idempotency record. Two DynamoDB calls per
  * capture, one per duplicate.
  */
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import {
   IdempotencyAlreadyInProgressError,
@@ -249,16 +250,28 @@ export function createHandler(
 
 /** SDK timeouts per attempt, well under the function's 30 s even with the SDK's retries (D4). */
 
-/** Builds the handler's dependencies from the parsed environment, once per instance. */
-export function depsFromEnv(env: PaymentConsumerEnv): PaymentConsumerDeps {
+/** The SDK clients the handler's dependencies share. */
+export interface PaymentConsumerClients {
+  readonly dynamo: DynamoDBClient;
+  readonly sqs: SQSClient;
+}
+
+/**
+ * Builds the handler's dependencies from the parsed environment, once per instance. The
+ * benchmark passes its own clients to count their calls.
+ */
+export function depsFromEnv(
+  env: PaymentConsumerEnv,
+  clients: PaymentConsumerClients = { dynamo: newDynamoDbClient(), sqs: newSqsClient() },
+): PaymentConsumerDeps {
   const { logger, metrics } = observability(SERVICE_NAME);
   const jobType = jobTypeByName(stageConfig(env.TENANG_STAGE, env.AWS_REGION), 'payment.capture');
-  const dynamo = newDynamoDbClient();
+  const { dynamo, sqs } = clients;
   return {
     jobType,
     queueUrl: env.QUEUE_URL,
     dlqUrl: env.DLQ_URL,
-    sqs: newSqsClient(),
+    sqs,
     orders: new DynamoDbOrderStore(dynamo, env.ORDERS_TABLE),
     persistence: new TransactionalDynamoDBPersistenceLayer({
       tableName: env.IDEMPOTENCY_TABLE,

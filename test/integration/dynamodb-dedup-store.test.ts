@@ -13,7 +13,7 @@ import {
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { TABLE_KEYS } from '../../lib/config';
 import { dynamoClient, uniqueName } from '../helpers/aws';
-import { countDynamoDbCalls } from '../helpers/dynamodb-calls';
+import { countSdkCalls } from '../helpers/dynamodb-calls';
 import { manualClock } from '../helpers/manual-clock';
 
 jest.setTimeout(30_000);
@@ -127,7 +127,7 @@ describe('Class: DynamoDbDedupStore (moto)', () => {
   it('when the key is held, telling done from in-flight costs one call', async () => {
     // Prepare
     const client = dynamoClient();
-    const log = countDynamoDbCalls(client);
+    const log = countSdkCalls(client);
     const store = new DynamoDbDedupStore(client, table, manualClock());
     const key = uniqueName('key');
     await store.claim(key, 15);

@@ -20,8 +20,6 @@ import {
   type ChangeMessageVisibilityCommandInput,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
-import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -33,20 +31,14 @@ import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
 import type { Random } from '../../lib/core/backoff';
-import { makeEnvelope, type PaymentCapturePayload } from '../../lib/core/envelope';
+import { makeEnvelope, parseEnvelope, type PaymentCapturePayload } from '../../lib/core/envelope';
 import type { Order } from '../../lib/core/order';
-import {
-  captureGuard,
-  capturePayment,
-  explainFailedGuard,
-  paymentCaptureKey,
-  satisfiesGuard,
-  type StagedTransition,
-} from '../../lib/core/payment';
+import { paymentCaptureKey } from '../../lib/core/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
+import { createBaselineCapture } from '../../lib/local/powertools-baseline';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
-import { countDynamoDbCalls, type DynamoDbCallLog } from '../helpers/dynamodb-calls';
+import { countSdkCalls, type SdkCallLog } from '../helpers/dynamodb-calls';
 import { lambdaContext, receiveSqsEvent, receiveSqsEventOf, settleBatch } from '../helpers/sqs-events';
 
 jest.setTimeout(60_000);
@@ -161,7 +153,7 @@ function consumerEnv(queue: string, dlq: string): Record<string, string> {
 interface Consumer {
   readonly handler: ReturnType<typeof PaymentConsumerModule.createHandler>;
   /** The DynamoDB commands the consumer sent. */
-  readonly calls: DynamoDbCallLog;
+  readonly calls: SdkCallLog;
   /** Outcome metrics (JobSucceeded, DuplicateIgnored, …) in the order they were recorded. */
   readonly outcomes: () => string[];
   /** ChangeMessageVisibility requests the consumer sent. */
@@ -173,7 +165,7 @@ interface Consumer {
 function newConsumer(opts: { random?: Random } = {}): Consumer {
   const client = dynamoClient();
   clients.push(client);
-  const calls = countDynamoDbCalls(client);
+  const calls = countSdkCalls(client);
   const consumerSqs = sqsClient();
   const visibilityChanges: ChangeMessageVisibilityCommandInput[] = [];
   consumerSqs.middlewareStack.add(
@@ -708,55 +700,20 @@ describe('Function: payment-consumer handler (integration)', () => {
       await seedOrder(orderId);
       const client = dynamoClient();
       clients.push(client);
-      const calls = countDynamoDbCalls(client);
-      const orders = new DynamoDbOrderStore(client, ordersTable);
-      const config = new IdempotencyConfig({
-        eventKeyJmesPath: 'idempotencyKey',
-        payloadValidationJmesPath: 'payload',
-        throwOnNoIdempotencyKey: true,
+      const calls = countSdkCalls(client);
+      const capture = createBaselineCapture({
+        dynamo: client,
+        ordersTable,
+        idempotencyTable,
+        provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
       });
-      config.registerLambdaContext(lambdaContext(20_000));
-      const paymentProvider = new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 });
-      const plain = makeIdempotent(
-        async (request: { idempotencyKey: string; payload: PaymentCapturePayload }) => {
-          let staged: StagedTransition | undefined;
-          const parsed = JSON.parse(captureJob(orderId, paymentId)) as Parameters<typeof capturePayment>[0];
-          const job = { ...parsed, payload: request.payload };
-          const order = await orders.get(orderId);
-          const guard = captureGuard(job);
-          if (order === undefined || !satisfiesGuard(guard, order)) throw explainFailedGuard(guard, order);
-          const result = await capturePayment(job, {
-            provider: paymentProvider,
-            crash: () => undefined,
-            clock: () => new Date(),
-            stageTransition: (t) => {
-              staged = t;
-            },
-          });
-          if (staged !== undefined) {
-            await orders.transition(staged.orderId, staged.from, staged.to, order.version, staged.changes);
-          }
-          return result;
-        },
-        {
-          persistenceStore: new DynamoDBPersistenceLayer({
-            tableName: idempotencyTable,
-            awsSdkV3Client: client,
-          }),
-          config,
-          keyPrefix: 'baseline',
-        },
-      );
-      const request = {
-        idempotencyKey: paymentCaptureKey(paymentId),
-        payload: { orderId, paymentId, amountMinor: 1250, currency: 'EUR' },
-      };
+      const job = parseEnvelope(captureJob(orderId, paymentId), 'payment.capture');
 
       // Act
-      await plain(request);
+      await capture(job, lambdaContext(20_000));
       const success = calls.calls();
       calls.reset();
-      await plain(request);
+      await capture(job, lambdaContext(20_000));
       const duplicate = calls.calls();
 
       // Assess
