@@ -2,6 +2,7 @@
 import { App, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import { TenangChecks } from './audit/tenang-checks';
 import { PipelineStack } from './pipeline-stack';
 import { STAGE_CONTEXT_KEY, targetTraits } from './target';
 
@@ -21,8 +22,8 @@ export interface BuiltApp {
 }
 
 /**
- * Creates the pipeline stack inside `app` and attaches the AwsSolutions and Serverless nag
- * packs; an unacknowledged finding fails synthesis.
+ * Creates the pipeline stack inside `app` and attaches the AwsSolutions, Serverless and Tenang
+ * (worker-queue audit, P4) nag packs; an unacknowledged finding fails synthesis.
  */
 export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
   const stage: unknown = app.node.tryGetContext(STAGE_CONTEXT_KEY) ?? 'dev';
@@ -37,6 +38,10 @@ export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
     description: `tenang worker-queue pipeline (${stage}, target ${traits.target})`,
     synthesizer: new DefaultStackSynthesizer({ generateBootstrapVersionRule: traits.bootstrapVersionRule }),
   });
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+  Validations.of(app).addPlugins(
+    new AwsSolutionsChecks(app),
+    new ServerlessChecks(app),
+    new TenangChecks(app),
+  );
   return { app, stack, config };
 }

@@ -41,6 +41,17 @@ export interface CliClients {
   readonly cloudformation: CloudFormationClient;
 }
 
+/** How a destructive command asks before acting. */
+export interface Prompt {
+  /** Whether a person can answer (stdin is a terminal). */
+  readonly interactive: boolean;
+  /** Asks a yes/no question; true only for an explicit yes. */
+  confirm(question: string): Promise<boolean>;
+}
+
+/** Never asks: not interactive, every question answered no. */
+export const NO_PROMPT: Prompt = { interactive: false, confirm: () => Promise.resolve(false) };
+
 /** What a command runs with. */
 export interface CliContext {
   readonly stage: string;
@@ -55,6 +66,8 @@ export interface CliContext {
   readonly now: () => Date;
   /** Who acts (for flags' setBy and audit logs). */
   readonly actor: string;
+  /** Asks before destructive actions. @default NO_PROMPT */
+  readonly prompt?: Prompt;
 }
 
 /** A command module's entry point. */
@@ -62,7 +75,7 @@ export type RegisterCommand = (program: Command, context: () => CliContext) => v
 
 /** Builds the context from the environment (TENANG_STAGE, AWS_REGION, AWS_ENDPOINT_URL…). */
 export function contextFromEnv(
-  opts: { stage?: string; out?: (t: string) => void; err?: (t: string) => void } = {},
+  opts: { stage?: string; out?: (t: string) => void; err?: (t: string) => void; prompt?: Prompt } = {},
   env: NodeJS.ProcessEnv = process.env,
 ): CliContext {
   const stage = opts.stage ?? env.TENANG_STAGE ?? 'dev';
@@ -92,5 +105,6 @@ export function contextFromEnv(
     err: opts.err ?? ((t) => process.stderr.write(t.endsWith('\n') ? t : `${t}\n`)),
     now: () => new Date(),
     actor: env.TENANG_ACTOR ?? env.USER ?? 'tenang-cli',
+    prompt: opts.prompt ?? NO_PROMPT,
   };
 }

@@ -1,0 +1,60 @@
+/** The audit checklist shared by the template audit, the config audit and `tenang audit`. */
+
+/** A rule's verdict. */
+export type AuditStatus = 'pass' | 'fail' | 'not-applicable';
+
+/**
+ * How a failure counts: an `error` fails the audit (exit 1); a `warning` is reported but does
+ * not fail it (a control the project does not have yet).
+ */
+export type AuditLevel = 'error' | 'warning';
+
+/** One line of the checklist. */
+export interface ChecklistItem {
+  /** e.g. `Tenang-D2`. */
+  readonly ruleId: string;
+  /** The FEATURES.md id the rule proves, e.g. `D2`. */
+  readonly featureId: string;
+  readonly title: string;
+  readonly status: AuditStatus;
+  readonly level: AuditLevel;
+  /** Why, one reason per failing (or, when passing, checked) resource. */
+  readonly why: string;
+  /** Logical ids (template rules) or config paths (config rules): the failing ones on a fail. */
+  readonly resources: readonly string[];
+}
+
+/** One finding that goes into a checklist item. */
+export interface ItemFinding {
+  readonly resource: string;
+  readonly compliant: boolean;
+  readonly why: string;
+}
+
+/** Folds a rule's findings into one checklist line: any failure fails it; no finding is not-applicable. */
+export function checklistItem(
+  rule: {
+    readonly ruleId: string;
+    readonly featureId: string;
+    readonly title: string;
+    readonly level?: AuditLevel;
+  },
+  findings: readonly ItemFinding[],
+): ChecklistItem {
+  const failing = findings.filter((f) => !f.compliant);
+  const shown = failing.length > 0 ? failing : findings;
+  return {
+    ruleId: rule.ruleId,
+    featureId: rule.featureId,
+    title: rule.title,
+    level: rule.level ?? 'error',
+    status: findings.length === 0 ? 'not-applicable' : failing.length > 0 ? 'fail' : 'pass',
+    why: findings.length === 0 ? 'nothing in scope' : shown.map((f) => f.why).join('; '),
+    resources: [...new Set(shown.map((f) => f.resource))],
+  };
+}
+
+/** Whether a checklist fails the audit: an error-level rule failed. */
+export function auditFailed(items: readonly ChecklistItem[]): boolean {
+  return items.some((i) => i.status === 'fail' && i.level === 'error');
+}

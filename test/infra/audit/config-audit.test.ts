@@ -1,0 +1,107 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { PipelineConfig } from '../../../lib/config';
+import { auditFailed } from '../../../lib/infra/audit/checklist';
+import { auditPipelineConfig } from '../../../lib/infra/audit/config-audit';
+import { referenceConfig } from '../helpers';
+
+/** The status of each config rule, by rule id. */
+function statuses(config: PipelineConfig, options = {}): Record<string, string> {
+  return Object.fromEntries(auditPipelineConfig(config, options).map((i) => [i.ruleId, i.status]));
+}
+
+describe('Function: auditPipelineConfig', () => {
+  it('when given the reference pipeline, no error-level rule fails', () => {
+    // Act
+    const items = auditPipelineConfig(referenceConfig());
+
+    // Assess
+    expect(auditFailed(items)).toBe(false);
+    expect(statuses(referenceConfig())).toMatchObject({
+      'Tenang-P3-Owner': 'pass',
+      'Tenang-P1-Runbook': 'pass',
+      'Tenang-D1': 'pass',
+    });
+  });
+
+  it('when a job type has a blank owner, the owner rule fails naming its config path', () => {
+    // Prepare
+    const reference = referenceConfig();
+    const [first, ...rest] = reference.jobTypes;
+    if (first === undefined) throw new Error('the reference pipeline has no job type');
+    const config: PipelineConfig = { ...reference, jobTypes: [{ ...first, owner: '  ' }, ...rest] };
+
+    // Act
+    const items = auditPipelineConfig(config);
+
+    // Assess
+    const owner = items.find((i) => i.ruleId === 'Tenang-P3-Owner');
+    expect(owner).toMatchObject({ status: 'fail', featureId: 'P3', resources: ['jobTypes[0].owner'] });
+    expect(auditFailed(items)).toBe(true);
+  });
+
+  it('when a consumer names a runbook file that does not exist, the runbook rule fails', () => {
+    // Prepare
+    const reference = referenceConfig();
+    const [first, ...rest] = reference.streamConsumers;
+    if (first === undefined) throw new Error('the reference pipeline has no stream consumer');
+    const config: PipelineConfig = {
+      ...reference,
+      streamConsumers: [{ ...first, runbook: 'no-such-runbook' }, ...rest],
+    };
+
+    // Act
+    const items = auditPipelineConfig(config);
+
+    // Assess
+    const runbook = items.find((i) => i.ruleId === 'Tenang-P1-Runbook');
+    expect(runbook).toMatchObject({
+      status: 'fail',
+      featureId: 'P1',
+      resources: ['streamConsumers[0].runbook'],
+    });
+    expect(runbook?.why).toContain('runbooks/no-such-runbook.md does not exist');
+    expect(auditFailed(items)).toBe(true);
+  });
+
+  it('when a critical job type is not idempotent, the D1 rule fails', () => {
+    // Prepare
+    const reference = referenceConfig();
+    const config: PipelineConfig = {
+      ...reference,
+      jobTypes: reference.jobTypes.map((j) =>
+        j.criticality === 'critical' ? { ...j, idempotent: false } : j,
+      ),
+    };
+
+    // Act
+    const result = statuses(config);
+
+    // Assess
+    expect(result['Tenang-D1']).toBe('fail');
+  });
+
+  it('when every runbook has a drill naming it, the drill rule passes; without drills it only warns', () => {
+    // Prepare
+    const drillsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-drills-'));
+    const runbooks = fs.readdirSync(path.join(__dirname, '..', '..', '..', 'runbooks'));
+    fs.writeFileSync(
+      path.join(drillsDir, 'all.test.ts'),
+      runbooks.map((r) => `// drills runbooks/${r}`).join('\n'),
+    );
+    const emptyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-no-drills-'));
+
+    // Act
+    const drilled = auditPipelineConfig(referenceConfig(), { drillsDir });
+    const undrilled = auditPipelineConfig(referenceConfig(), { drillsDir: emptyDir });
+
+    // Assess
+    expect(drilled.find((i) => i.ruleId === 'Tenang-P2-Drill')?.status).toBe('pass');
+    expect(undrilled.find((i) => i.ruleId === 'Tenang-P2-Drill')).toMatchObject({
+      status: 'fail',
+      level: 'warning',
+    });
+    expect(auditFailed(undrilled)).toBe(false);
+  });
+});
