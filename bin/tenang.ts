@@ -1,0 +1,179 @@
+#!/usr/bin/env -S npx tsx
+/**
+ * The `tenang` CLI's entry point: builds the commander program from the command modules and
+ * funnels every error into one message and exit code (0 ok, 1 failure, 2 usage). Only this
+ * file calls process.exit; tests drive `run(argv, io)` and get the exit code back.
+ */
+import * as readline from 'node:readline/promises';
+import { Command, CommanderError, Option } from 'commander';
+import {
+  CommandFailedError,
+  contextFromEnv,
+  UsageError,
+  type CliContext,
+  type Prompt,
+  type RegisterCommand,
+} from '../lib/ops/cli-context';
+import { MappingError } from '../lib/core/reconcile';
+import { register as registerAudit } from '../lib/ops/commands/audit';
+import { register as registerDegrade } from '../lib/ops/commands/degrade';
+import { register as registerDlq } from '../lib/ops/commands/dlq';
+import { register as registerPause } from '../lib/ops/commands/pause';
+import { register as registerResume } from '../lib/ops/commands/resume';
+import { register as registerStatus } from '../lib/ops/commands/status';
+// ─── Commands built alongside, not there yet (lock, cache) ────────────────────────────────
+// Add each module's `register` here and to COMMANDS once its file exists:
+//   import { register as registerLock } from '../lib/ops/commands/lock';
+//   import { register as registerCache } from '../lib/ops/commands/cache';
+// ───────────────────────────────────────────────────────────────────────────────────────────
+
+/** Every command module, in help order. */
+export const COMMANDS: readonly RegisterCommand[] = [
+  registerStatus,
+  registerPause,
+  registerResume,
+  registerDegrade,
+  registerDlq,
+  registerAudit,
+  // TODO(lock, cache): registerLock, registerCache,
+];
+
+/** Where the CLI writes and how it asks. */
+export interface CliIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  /** @default not interactive: destructive commands need --yes */
+  readonly prompt?: Prompt;
+  /** @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+const line =
+  (write: (t: string) => void) =>
+  (text: string): void =>
+    write(text.endsWith('\n') ? text : `${text}\n`);
+
+/** The process's own streams; asks on the terminal when stdin is one. */
+export function processIo(): CliIo {
+  const interactive = process.stdin.isTTY === true;
+  return {
+    out: line((t) => process.stdout.write(t)),
+    err: line((t) => process.stderr.write(t)),
+    prompt: {
+      interactive,
+      async confirm(question: string): Promise<boolean> {
+        const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+        try {
+          return /^y(es)?$/i.test((await rl.question(question)).trim());
+        } finally {
+          rl.close();
+        }
+      },
+    },
+  };
+}
+
+/** Whether `error` came from an AWS service (the SDK's ServiceException carries $metadata and $fault). */
+function isAwsError(error: unknown): error is Error & { $fault?: string } {
+  return error instanceof Error && '$metadata' in error && '$fault' in error;
+}
+
+/** Maps an error to its exit code, writing its explanation to `err` (the error funnel). */
+export function exitCodeFor(error: unknown, err: (text: string) => void): number {
+  if (error instanceof CommanderError) {
+    // Commander has already written its message (or the help) through configureOutput.
+    return error.exitCode === 0 ? 0 : 2;
+  }
+  if (error instanceof UsageError) {
+    err(`error: ${error.message}`);
+    return 2;
+  }
+  if (error instanceof CommandFailedError || error instanceof MappingError) {
+    err(`error: ${error.message}`);
+    return 1;
+  }
+  if (isAwsError(error)) {
+    err(`error: AWS ${error.name}: ${error.message.split('\n')[0] ?? ''}`);
+    return 1;
+  }
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error instanceof Error && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT')) {
+    err(`error: cannot reach the AWS endpoint (${String(code)}): ${error.message}`);
+    return 1;
+  }
+  err(
+    `unexpected error (a bug in tenang):\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
+  return 1;
+}
+
+/** Builds the program; `context` is created on first use with the parsed global options. */
+export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = () => undefined): Command {
+  const env = io.env ?? process.env;
+  const program = new Command('tenang');
+  let context: CliContext | undefined;
+  const getContext = (): CliContext => {
+    if (context !== undefined) return context;
+    const { stage } = program.opts<{ stage: string }>();
+    if (!/^[a-z][a-z0-9-]{0,19}$/.test(stage)) {
+      throw new UsageError(`--stage: "${stage}" is not a stage name (lower-case letters, digits and -)`);
+    }
+    try {
+      context = contextFromEnv({ stage, out: io.out, err: io.err, prompt: io.prompt }, env);
+    } catch (error) {
+      throw new UsageError(`--stage ${stage}: ${(error as Error).message}`);
+    }
+    onContext(context);
+    return context;
+  };
+  program
+    .description('Operate a tenang pipeline: status, pause/resume, degrade mode, DLQ inspection and replay')
+    .addOption(
+      new Option('--stage <name>', 'stage to operate').default(env.TENANG_STAGE ?? 'dev').env('TENANG_STAGE'),
+    )
+    .option('--json', 'machine-readable output (read commands)')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 ok, 1 failure, 2 usage error.
+Endpoints come from the environment (AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_LAMBDA).
+
+Examples:
+  $ tenang status
+  $ tenang pause notification-consumer --reason "provider outage" --for 30m
+  $ tenang dlq replay payment.capture --dry-run`,
+    );
+  for (const register of COMMANDS) register(program, getContext);
+  // Subcommands inherit the overrides: no command may exit the process.
+  const override = (cmd: Command): void => {
+    cmd.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
+    for (const sub of cmd.commands) override(sub);
+  };
+  for (const sub of program.commands) override(sub);
+  return program;
+}
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  let context: CliContext | undefined;
+  const program = buildProgram(io, (ctx) => (context = ctx));
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (error) {
+    return exitCodeFor(error, io.err);
+  } finally {
+    if (context !== undefined) for (const client of Object.values(context.clients)) client.destroy();
+  }
+}
+
+if (require.main === module) {
+  void run(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+    // Leave time for piped output to flush; exit even if a handle lingers.
+    setTimeout(() => process.exit(code), 1_000).unref();
+  });
+}

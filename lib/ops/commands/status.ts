@@ -1,0 +1,363 @@
+/**
+ * `tenang status`: per job type and stream consumer, the backlog, the DLQ, whether the consumer
+ * is paused (the flag: desired) and whether its mapping is enabled (actual), the degrade flag,
+ * alarms in ALARM and the retry rate. Everything is read from the stack and CloudWatch.
+ */
+import {
+  DescribeAlarmsCommand,
+  GetMetricStatisticsCommand,
+  type Dimension,
+} from '@aws-sdk/client-cloudwatch';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { GetParametersCommand } from '@aws-sdk/client-ssm';
+import type { Command } from 'commander';
+import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../config';
+import * as z from '../../config/zod';
+import { readDegradeFlag, readPauseFlag } from '../../core/flags';
+import type { CliContext, RegisterCommand } from '../cli-context';
+import { formatAge } from '../duration';
+import { parseOptions } from '../options';
+import {
+  consumers,
+  discoverResources,
+  mappingOf,
+  queueUrl,
+  type ConsumerEntry,
+  type PipelineResources,
+} from '../pipeline-resources';
+import { renderTable } from '../table';
+
+/** Window of the retry rate, as the retry-rate alarm reads it. */
+export const RETRY_RATE_WINDOW_SECONDS = 300;
+/** How far back a CloudWatch datapoint still counts as current. */
+const CURRENT_DATAPOINT_SECONDS = 300;
+
+/** One consumer's row. */
+export interface ConsumerStatus {
+  readonly consumer: string;
+  readonly kind: 'queue' | 'stream';
+  /** Job type (queue consumers). */
+  readonly jobType: string | undefined;
+  /** Visible messages (queue consumers). */
+  readonly depth: number | undefined;
+  readonly inFlight: number | undefined;
+  /** CloudWatch's ApproximateAgeOfOldestMessage (queue) or IteratorAge (stream), seconds; undefined: no datapoint. */
+  readonly oldestAgeSeconds: number | undefined;
+  /** DLQ (queue) or on-failure queue (stream) depth. */
+  readonly dlqDepth: number | undefined;
+  /** The flag says paused. */
+  readonly paused: boolean;
+  readonly pauseReason: string | undefined;
+  readonly pauseUntil: string | undefined;
+  readonly pauseOverdue: boolean;
+  readonly pauseSetBy: string | undefined;
+  readonly flagInvalid: string | undefined;
+  /** The mapping's State from the Lambda API. */
+  readonly mappingState: string;
+  /** The flag and the mapping disagree (a reconcile is pending or failing). */
+  readonly drift: boolean;
+  readonly alarms: readonly string[];
+  /** JobRetried / attempts over the last 5 minutes, percent; undefined: no data. */
+  readonly retryRatePercent: number | undefined;
+}
+
+/** The whole status. */
+export interface PipelineStatus {
+  readonly stage: string;
+  readonly stackName: string;
+  readonly at: string;
+  readonly degraded: boolean;
+  readonly degradeReason: string | undefined;
+  readonly consumers: readonly ConsumerStatus[];
+}
+
+const StatusOptionsSchema = z.object({
+  json: z.optional(z.boolean()),
+  watch: z.optional(z.boolean()),
+  interval: z._default(
+    z.pipe(
+      z.string().check(z.regex(/^[1-9][0-9]*$/, 'must be a whole number of seconds')),
+      z.transform((t: string) => Number(t)),
+    ),
+    5,
+  ),
+});
+
+async function queueCounts(context: CliContext, url: string): Promise<{ visible: number; inFlight: number }> {
+  const { Attributes: a = {} } = await context.clients.sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return {
+    visible: Number(a.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+  };
+}
+
+/** The newest datapoint's statistic within the last few minutes, as a CloudWatch graph would show it. */
+async function latestDatapoint(
+  context: CliContext,
+  namespace: string,
+  metricName: string,
+  dimensions: Dimension[],
+  statistic: 'Maximum' | 'Sum',
+): Promise<number | undefined> {
+  const now = context.now();
+  const { Datapoints = [] } = await context.clients.cloudwatch.send(
+    new GetMetricStatisticsCommand({
+      Namespace: namespace,
+      MetricName: metricName,
+      Dimensions: dimensions,
+      StartTime: new Date(now.getTime() - CURRENT_DATAPOINT_SECONDS * 1000),
+      EndTime: now,
+      Period: 60,
+      Statistics: [statistic],
+    }),
+  );
+  const latest = [...Datapoints].sort(
+    (a, b) => (b.Timestamp?.getTime() ?? 0) - (a.Timestamp?.getTime() ?? 0),
+  )[0];
+  return latest?.[statistic];
+}
+
+/** Sum of a custom metric of a consumer over the retry-rate window; undefined: no datapoint. */
+async function windowSum(
+  context: CliContext,
+  consumer: string,
+  metricName: string,
+): Promise<number | undefined> {
+  const now = context.now();
+  const { Datapoints = [] } = await context.clients.cloudwatch.send(
+    new GetMetricStatisticsCommand({
+      Namespace: METRICS_NAMESPACE,
+      MetricName: metricName,
+      Dimensions: [{ Name: SERVICE_DIMENSION, Value: consumer }],
+      StartTime: new Date(now.getTime() - RETRY_RATE_WINDOW_SECONDS * 1000),
+      EndTime: now,
+      Period: 60,
+      Statistics: ['Sum'],
+    }),
+  );
+  if (Datapoints.length === 0) return undefined;
+  return Datapoints.reduce((n, d) => n + (d.Sum ?? 0), 0);
+}
+
+/** Retried / (retried + succeeded + failed permanently + bugs), percent; undefined without data. */
+export function retryRate(sums: {
+  retried: number | undefined;
+  succeeded: number | undefined;
+  failedPermanently: number | undefined;
+  bugs: number | undefined;
+}): number | undefined {
+  const retried = sums.retried ?? 0;
+  const attempts = retried + (sums.succeeded ?? 0) + (sums.failedPermanently ?? 0) + (sums.bugs ?? 0);
+  return attempts === 0 ? undefined : Math.round((1000 * retried) / attempts) / 10;
+}
+
+/** Alarm names in ALARM under the stage prefix, by consumer (`tenang-<stage>-<consumer>[-…]`). */
+async function alarmsInAlarm(context: CliContext): Promise<string[]> {
+  const names: string[] = [];
+  let NextToken: string | undefined;
+  do {
+    const page = await context.clients.cloudwatch.send(
+      new DescribeAlarmsCommand({
+        AlarmNamePrefix: `tenang-${context.stage}-`,
+        StateValue: 'ALARM',
+        AlarmTypes: ['MetricAlarm', 'CompositeAlarm'],
+        NextToken,
+      }),
+    );
+    for (const a of [...(page.MetricAlarms ?? []), ...(page.CompositeAlarms ?? [])])
+      if (a.AlarmName !== undefined) names.push(a.AlarmName);
+    NextToken = page.NextToken;
+  } while (NextToken !== undefined);
+  return names;
+}
+
+async function consumerStatus(
+  context: CliContext,
+  resources: PipelineResources,
+  entry: ConsumerEntry,
+  flags: ReadonlyMap<string, string>,
+  alarms: readonly string[],
+): Promise<ConsumerStatus> {
+  const now = context.now();
+  const flagName = entry.kind === 'queue' ? entry.jobType.pauseFlagName : entry.stream.pauseFlagName;
+  const raw = flags.get(flagName);
+  const flag = readPauseFlag(raw, now);
+  let setBy: string | undefined;
+  try {
+    setBy = raw === undefined ? undefined : ((JSON.parse(raw) as { setBy?: string }).setBy ?? undefined);
+  } catch {
+    setBy = undefined;
+  }
+  const mapping = mappingOf(context, resources, entry.consumer);
+  const prefix = `tenang-${context.stage}-${entry.consumer}`;
+  const mine = alarms.filter((a) => a === prefix || a.startsWith(`${prefix}-`));
+  const mappingEnabled = mapping.state === 'Enabled' || mapping.state === 'Enabling';
+  const common = {
+    consumer: entry.consumer,
+    paused: flag.paused,
+    pauseReason: flag.reason,
+    pauseUntil: flag.until?.toISOString(),
+    pauseOverdue: flag.overdue,
+    pauseSetBy: setBy,
+    flagInvalid: flag.invalid,
+    mappingState: mapping.state,
+    drift: mappingEnabled === flag.paused,
+    alarms: mine,
+  };
+  if (entry.kind === 'queue') {
+    const j = entry.jobType;
+    const [counts, dlq, age, retried, succeeded, failedPermanently, bugs] = await Promise.all([
+      queueCounts(context, queueUrl(resources, j.queueName)),
+      queueCounts(context, queueUrl(resources, j.dlqName)),
+      latestDatapoint(
+        context,
+        'AWS/SQS',
+        'ApproximateAgeOfOldestMessage',
+        [{ Name: 'QueueName', Value: j.queueName }],
+        'Maximum',
+      ),
+      windowSum(context, j.consumer, METRIC.jobRetried),
+      windowSum(context, j.consumer, METRIC.jobSucceeded),
+      windowSum(context, j.consumer, METRIC.jobFailedPermanently),
+      windowSum(context, j.consumer, METRIC.jobBug),
+    ]);
+    return {
+      ...common,
+      kind: 'queue',
+      jobType: j.name,
+      depth: counts.visible,
+      inFlight: counts.inFlight,
+      oldestAgeSeconds: age,
+      dlqDepth: dlq.visible + dlq.inFlight,
+      retryRatePercent: retryRate({ retried, succeeded, failedPermanently, bugs }),
+    };
+  }
+  const s = entry.stream;
+  const [failures, iteratorAgeMs] = await Promise.all([
+    queueCounts(context, queueUrl(resources, s.onFailureQueueName)),
+    latestDatapoint(
+      context,
+      'AWS/Lambda',
+      'IteratorAge',
+      [{ Name: 'FunctionName', Value: mapping.functionName }],
+      'Maximum',
+    ),
+  ]);
+  return {
+    ...common,
+    kind: 'stream',
+    jobType: undefined,
+    depth: undefined,
+    inFlight: undefined,
+    oldestAgeSeconds: iteratorAgeMs === undefined ? undefined : iteratorAgeMs / 1000,
+    dlqDepth: failures.visible + failures.inFlight,
+    retryRatePercent: undefined,
+  };
+}
+
+/** Reads the whole pipeline's status. */
+export async function readPipelineStatus(context: CliContext): Promise<PipelineStatus> {
+  const resources = await discoverResources(context);
+  const entries = consumers(context);
+  const names = [
+    context.config.degradeFlagName,
+    ...entries.map((e) => (e.kind === 'queue' ? e.jobType.pauseFlagName : e.stream.pauseFlagName)),
+  ];
+  const flags = new Map<string, string>();
+  for (let i = 0; i < names.length; i += 10) {
+    const { Parameters = [] } = await context.clients.ssm.send(
+      new GetParametersCommand({ Names: names.slice(i, i + 10) }),
+    );
+    for (const p of Parameters) if (p.Name !== undefined && p.Value !== undefined) flags.set(p.Name, p.Value);
+  }
+  const degrade = readDegradeFlag(flags.get(context.config.degradeFlagName));
+  const alarms = await alarmsInAlarm(context);
+  return {
+    stage: context.stage,
+    stackName: context.stackName,
+    at: context.now().toISOString(),
+    degraded: degrade.degraded,
+    degradeReason: degrade.reason,
+    consumers: await Promise.all(entries.map((e) => consumerStatus(context, resources, e, flags, alarms))),
+  };
+}
+
+const dash = (v: number | undefined): string => (v === undefined ? '-' : String(v));
+
+/** The human table of a status. */
+export function renderStatus(status: PipelineStatus): string {
+  const rows = status.consumers.map((c) => {
+    let state = c.paused ? `PAUSED${c.pauseOverdue ? ' (OVERDUE)' : ''}` : 'enabled';
+    if (c.drift) state += ` [mapping ${c.mappingState}]`;
+    return {
+      consumer: c.consumer,
+      'job type': c.jobType ?? '(stream)',
+      depth: dash(c.depth),
+      'in flight': dash(c.inFlight),
+      oldest: c.oldestAgeSeconds === undefined ? '-' : formatAge(c.oldestAgeSeconds * 1000),
+      dlq: dash(c.dlqDepth),
+      state,
+      'retry %': dash(c.retryRatePercent),
+      alarms:
+        c.alarms.length === 0 ? '-' : c.alarms.map((a) => a.replace(`tenang-${status.stage}-`, '')).join(','),
+    };
+  });
+  const lines = [
+    `stage ${status.stage} (${status.stackName}) at ${status.at}   degrade: ${status.degraded ? `ON (${status.degradeReason ?? 'no reason'})` : 'off'}`,
+    '',
+    renderTable(
+      ['consumer', 'job type', 'depth', 'in flight', 'oldest', 'dlq', 'state', 'retry %', 'alarms'],
+      rows,
+    ),
+  ];
+  const paused = status.consumers.filter((c) => c.paused);
+  if (paused.length > 0) {
+    lines.push('');
+    for (const c of paused)
+      lines.push(
+        `${c.consumer} paused by ${c.pauseSetBy ?? '?'}: ${c.pauseReason ?? '(no reason)'}; until ${c.pauseUntil ?? '(no expiry)'}${c.pauseOverdue ? ' — OVERDUE' : ''}`,
+      );
+  }
+  for (const c of status.consumers.filter((x) => x.flagInvalid !== undefined))
+    lines.push(`${c.consumer}: pause flag is invalid (${c.flagInvalid}); treated as not paused`);
+  return lines.join('\n');
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Registers `status`. */
+export const register: RegisterCommand = (program: Command, context: () => CliContext): void => {
+  program
+    .command('status')
+    .description('Show every consumer: backlog, oldest age, DLQ, paused or enabled, alarms, retry rate')
+    .option('--json', 'print the status as JSON')
+    .option('--watch', 'refresh until interrupted')
+    .option('--interval <seconds>', 'refresh interval with --watch', '5')
+    .addHelpText(
+      'after',
+      `
+Oldest age is CloudWatch's ApproximateAgeOfOldestMessage (the newest datapoint of the last 5
+minutes); "-" means no datapoint. Retry rate is JobRetried / attempts over the last 5 minutes.
+
+Examples:
+  $ tenang status
+  $ tenang --stage prod status --json
+  $ tenang status --watch --interval 10`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      const opts = parseOptions(StatusOptionsSchema, cmd.optsWithGlobals());
+      const ctx = context();
+      for (;;) {
+        const status = await readPipelineStatus(ctx);
+        ctx.out(opts.json === true ? JSON.stringify(status, null, 2) : renderStatus(status));
+        if (opts.watch !== true) return;
+        await sleep(opts.interval * 1000);
+        if (opts.json !== true) ctx.out('');
+      }
+    });
+};

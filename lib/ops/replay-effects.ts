@@ -1,0 +1,118 @@
+/**
+ * Whether a dead-lettered job's effect already happened, read from where each consumer records
+ * it: payment.capture → its Powertools idempotency record (COMPLETED) or the order's state;
+ * notification.send → its dedup record (`done`); inventory.reserve → the reservation on the SKU.
+ */
+import { createHash } from 'node:crypto';
+import { GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { TABLE_KEYS } from '../config/tables';
+import type { JobEnvelope, JobTypeName } from '../core/envelope';
+import { notificationKey } from '../core/notification';
+import { paymentCaptureKey } from '../core/payment';
+import type { EffectCheck } from '../core/replay';
+
+/**
+ * The payment consumer's Powertools key prefix (lambdas/payment-consumer IDEMPOTENCY_KEY_PREFIX):
+ * fixed to the job type's name, not the function name, so records survive a redeploy.
+ */
+export const PAYMENT_IDEMPOTENCY_KEY_PREFIX = 'payment.capture';
+
+/** States that prove a capture happened (PENDING → PAID, and what only follows it). */
+const PAID_STATES: readonly string[] = ['PAID', 'RESERVED'];
+
+/**
+ * The `id` of the Powertools idempotency record of a payment: `<prefix>#<base64 md5 of the JSON
+ * of the key>`, as BasePersistenceLayer.getHashedIdempotencyKey builds it with
+ * eventKeyJmesPath 'idempotencyKey' and the default md5.
+ */
+export function paymentIdempotencyRecordId(paymentId: string): string {
+  const hash = createHash('md5')
+    .update(JSON.stringify(paymentCaptureKey(paymentId)))
+    .digest('base64');
+  return `${PAYMENT_IDEMPOTENCY_KEY_PREFIX}#${hash}`;
+}
+
+/** Tables the checks read. */
+export interface EffectTables {
+  readonly orders: string;
+  readonly idempotency: string;
+  readonly dedup: string;
+  readonly inventory: string;
+}
+
+/** Checks effects with consistent reads. */
+export class DynamoDbEffectChecker {
+  /** Reads through `dynamodb`; `now` judges record expiry (TTL deletes late). */
+  public constructor(
+    private readonly dynamodb: DynamoDBClient,
+    private readonly tables: EffectTables,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Whether `job`'s effect happened. */
+  public async check(job: JobEnvelope<JobTypeName>): Promise<EffectCheck> {
+    switch (job.type) {
+      case 'payment.capture':
+        return this.payment(job as JobEnvelope<'payment.capture'>);
+      case 'notification.send':
+        return this.notification(job as JobEnvelope<'notification.send'>);
+      case 'inventory.reserve':
+        return this.inventory(job as JobEnvelope<'inventory.reserve'>);
+    }
+  }
+
+  private async get(
+    table: string,
+    key: string,
+    value: string,
+  ): Promise<Record<string, AttributeValue> | undefined> {
+    const { Item } = await this.dynamodb.send(
+      new GetItemCommand({ TableName: table, Key: { [key]: { S: value } }, ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  private epoch(): number {
+    return Math.floor(this.now().getTime() / 1000);
+  }
+
+  private async payment(job: JobEnvelope<'payment.capture'>): Promise<EffectCheck> {
+    const id = paymentIdempotencyRecordId(job.payload.paymentId);
+    const record = await this.get(this.tables.idempotency, TABLE_KEYS.idempotency.partitionKey, id);
+    const expiry = Number(record?.[TABLE_KEYS.idempotency.ttl]?.N ?? Infinity);
+    if (record?.status?.S === 'COMPLETED' && expiry >= this.epoch()) {
+      return {
+        done: true,
+        evidence: `idempotency record ${paymentCaptureKey(job.payload.paymentId)} is COMPLETED`,
+      };
+    }
+    const order = await this.get(this.tables.orders, TABLE_KEYS.orders.partitionKey, job.payload.orderId);
+    const state = order?.state?.S;
+    if (state !== undefined && PAID_STATES.includes(state)) {
+      return { done: true, evidence: `order ${job.payload.orderId} is already ${state}` };
+    }
+    return { done: false };
+  }
+
+  private async notification(job: JobEnvelope<'notification.send'>): Promise<EffectCheck> {
+    const key = notificationKey(job.payload.orderId, job.payload.template);
+    const record = await this.get(this.tables.dedup, TABLE_KEYS.dedup.partitionKey, key);
+    const expiry = Number(record?.[TABLE_KEYS.dedup.ttl]?.N ?? Infinity);
+    // A record without status predates statuses and means done (DynamoDbDedupStore).
+    if (record !== undefined && (record.status?.S ?? 'done') === 'done' && expiry >= this.epoch()) {
+      return { done: true, evidence: `dedup record ${key} is done` };
+    }
+    return { done: false };
+  }
+
+  private async inventory(job: JobEnvelope<'inventory.reserve'>): Promise<EffectCheck> {
+    const item = await this.get(this.tables.inventory, TABLE_KEYS.inventory.partitionKey, job.payload.sku);
+    if (item?.reservations?.M?.[job.payload.orderId] !== undefined) {
+      return {
+        done: true,
+        evidence: `SKU ${job.payload.sku} holds a reservation for order ${job.payload.orderId}`,
+      };
+    }
+    return { done: false };
+  }
+}
