@@ -2,13 +2,15 @@
  * Local platform CLI (`tsx bin/local.ts <command>`): brings up moto and Redis, reusing what runs.
  *   up                    keep the environment running until Ctrl-C; prints `export` lines
  *   run -- <cmd> [args]   run a command inside the environment, exit with its exit code
- *   start                 deploy the app into moto with cdk and print its status (`npm start`)
+ *   start                 deploy the app into moto with cdk, run a scenario with a live status and
+ *                         write its report (`npm start -- --scenario smoke --duration 30 --rate 2`)
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { LocalEnvError, startLocalEnv, type LocalEnv } from '../lib/local/env';
 import { ProvisionError } from '../lib/local/provision';
+import { SCENARIOS, ScenarioOptionsError } from '../lib/local/scenario';
 import { startLocalPipeline } from '../lib/local/start';
 
 /** The command given to `run` could not be found. */
@@ -76,6 +78,48 @@ function describeEnv(env: LocalEnv): string {
   ].join('\n');
 }
 
+/** `start`: deploy, run the scenario, report; the first Ctrl-C stops it cleanly, a second one at once. */
+async function start(opts: {
+  stage: string;
+  scenario: string;
+  duration?: number;
+  rate?: number;
+}): Promise<number> {
+  const controller = new AbortController();
+  let interruptedBy: NodeJS.Signals | undefined;
+  onSignal = (signal) => {
+    if (interruptedBy !== undefined) process.exit(signalExitCode(signal));
+    interruptedBy = signal;
+    log(`${signal}: stopping everything this run started (again to force)…`);
+    controller.abort();
+    // A stop that hangs still ends; the exit hook kills the servers started here.
+    setTimeout(() => process.exit(signalExitCode(signal)), STOP_DEADLINE_MS).unref();
+  };
+  const outcome = await startLocalPipeline({
+    stage: opts.stage,
+    scenario: opts.scenario,
+    durationSeconds: opts.duration,
+    ratePerSecond: opts.rate,
+    log,
+    out: (text) => process.stdout.write(text),
+    tty: process.stdout.isTTY === true,
+    columns: process.stdout.columns,
+    signal: controller.signal,
+  });
+  if (outcome.interrupted || interruptedBy !== undefined) return signalExitCode(interruptedBy ?? 'SIGINT');
+  return outcome.report?.ok === true ? 0 : 1;
+}
+
+/** How long a Ctrl-C'd run may take to stop before the process exits anyway. */
+const STOP_DEADLINE_MS = 30_000;
+
+/** Parses a positive number option. */
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  return n;
+}
+
 function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
@@ -93,6 +137,10 @@ function reportError(error: unknown): number {
   if (error instanceof ProvisionError) {
     log(`error: ${error.message}`);
     return 1;
+  }
+  if (error instanceof ScenarioOptionsError) {
+    log(`error: ${error.message}`);
+    return 2;
   }
   if (error instanceof CommandNotFoundError) {
     log(`error: ${error.message}`);
@@ -124,10 +172,15 @@ async function main(argv: readonly string[]): Promise<number> {
     });
   program
     .command('start')
-    .description('bring up moto and Redis, cdk deploy the app into moto, print its status, stop')
+    .description(
+      'bring up moto and a Redis of its own, cdk deploy the app into moto, run a scenario with a live status, write its report to reports/<timestamp>/, stop; exits 1 when an invariant fails',
+    )
     .option('--stage <name>', 'stage to deploy', 'dev')
-    .action(async (opts: { stage: string }) => {
-      await startLocalPipeline({ stage: opts.stage, log, out: (text) => process.stdout.write(text) });
+    .option('--scenario <name>', `scenario to run: ${Object.keys(SCENARIOS).join(', ')}`, 'default')
+    .option('--duration <seconds>', "seconds of traffic (default: the scenario's)", positiveNumber)
+    .option('--rate <payments/s>', "payments per second (default: the scenario's)", positiveNumber)
+    .action(async (opts: { stage: string; scenario: string; duration?: number; rate?: number }) => {
+      exitCode = await start(opts);
     });
   await program.parseAsync(argv);
   return exitCode;

@@ -1,25 +1,36 @@
 /**
- * `npm start`: the local pipeline end to end. Brings up moto and Redis, deploys the synthesized
- * app into moto with a real `cdk deploy`, and prints what was deployed, read back from the
- * emulator's own APIs.
+ * `npm start`: the local pipeline end to end. Brings up moto (and the scenario's own Redis),
+ * deploys the synthesized app into moto with a real `cdk deploy`, prints what was deployed (read
+ * back from the emulator's own APIs), then runs a scenario with a live status and writes its
+ * report (lib/local/scenario.ts).
  */
-import * as path from 'node:path';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { readStackStatus, type StackStatus } from '../ops/stack-status';
 import { renderTable } from '../ops/table';
-import { startLocalEnv } from './env';
-import { provisionIntoEmulator } from './provision';
+import type { LocalPlatform } from './platform';
+import { runScenario, type ScenarioOutcome } from './scenario';
 
 /** Options of startLocalPipeline. */
 export interface StartOptions {
   /** @default 'dev' */
   readonly stage?: string;
+  /** @default 'default' */
+  readonly scenario?: string;
+  /** Seconds of traffic. @default the scenario's */
+  readonly durationSeconds?: number;
+  /** Payments per second. @default the scenario's */
+  readonly ratePerSecond?: number;
   /** Progress lines. */
   readonly log: (line: string) => void;
-  /** Where the status goes. */
+  /** Where the status and the summary go. */
   readonly out: (text: string) => void;
+  /** Redraw the live status in place (stdout is a terminal). */
+  readonly tty: boolean;
+  readonly columns?: number;
+  /** Ctrl-C. */
+  readonly signal?: AbortSignal;
 }
 
 /** Renders a stack status as two tables. */
@@ -48,33 +59,37 @@ export function renderStackStatus(status: StackStatus): string {
   return `Stack ${status.stackName}\n\n${queues}\n\n${tables}\n`;
 }
 
-/** Runs the local pipeline once and stops what it started. */
-export async function startLocalPipeline(opts: StartOptions): Promise<void> {
-  const projectRoot = path.resolve(__dirname, '..', '..');
-  const env = await startLocalEnv({ log: opts.log, projectRoot });
-  // This process talks to the emulator too (credentials, region): it gets the same variables.
-  Object.assign(process.env, env.env);
+/** Prints the deployed stack and its alarms, read back from the emulator. */
+async function printDeployment(platform: LocalPlatform, out: (text: string) => void): Promise<void> {
+  const config = { endpoint: platform.env.endpoint, region: platform.env.region };
+  const clients = {
+    cfn: new CloudFormationClient(config),
+    sqs: new SQSClient(config),
+    dynamodb: new DynamoDBClient(config),
+  };
   try {
-    const { stackName, alarms } = await provisionIntoEmulator({
-      projectRoot,
-      env: env.env,
-      stage: opts.stage,
-      log: opts.log,
-    });
-    const clientConfig = { endpoint: env.endpoint, region: env.region };
-    const status = await readStackStatus(
-      {
-        cfn: new CloudFormationClient(clientConfig),
-        sqs: new SQSClient(clientConfig),
-        dynamodb: new DynamoDBClient(clientConfig),
-      },
-      stackName,
-    );
-    opts.out(renderStackStatus(status));
-    opts.out(
-      `\nAlarms: ${alarms.metricAlarms.length} metric alarms created in the emulator from the template; ${alarms.compositeAlarms.length} composite alarms kept by the local evaluator (moto has no PutCompositeAlarm).\n`,
+    out(renderStackStatus(await readStackStatus(clients, platform.provisioned.stackName)));
+    const { alarms } = platform.provisioned;
+    out(
+      `\nAlarms: ${alarms.metricAlarms.length} metric alarms in the emulator, ${alarms.compositeAlarms.length} composite alarms kept by the local evaluator (moto has no PutCompositeAlarm).\n\n`,
     );
   } finally {
-    await env.stop();
+    for (const c of Object.values(clients)) c.destroy();
   }
+}
+
+/** Deploys, runs the scenario with a live status, writes its report and stops what it started. */
+export async function startLocalPipeline(opts: StartOptions): Promise<ScenarioOutcome> {
+  return runScenario({
+    scenario: opts.scenario,
+    durationSeconds: opts.durationSeconds,
+    ratePerSecond: opts.ratePerSecond,
+    stage: opts.stage,
+    log: opts.log,
+    out: opts.out,
+    tty: opts.tty,
+    columns: opts.columns,
+    signal: opts.signal,
+    onProvisioned: (platform) => printDeployment(platform, opts.out),
+  });
 }

@@ -1,0 +1,768 @@
+/**
+ * Scenarios of the local platform (`npm start -- --scenario <name>`): the whole pipeline runs on
+ * moto and the scenario's own redis-server; steady traffic of the three job types flows through
+ * the HTTP API (payments create the notification and inventory jobs through the outbox) while
+ * incidents are injected on a schedule; a live status shows each job type; when the traffic
+ * stops the pipeline drains, the invariants are checked against the sources of truth, and a
+ * report (HTML + JSON) is written to reports/<timestamp>/.
+ */
+import { createWriteStream } from 'node:fs';
+import * as path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
+import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import { LocalPlatform } from './platform';
+import { createReportDir, writeReport, type WrittenReport } from './report-files';
+import {
+  buildReport,
+  type AlarmSection,
+  type DlqEntry,
+  type IncidentRecord,
+  type PipelineSample,
+  type ReportedJobType,
+  type ScenarioReport,
+} from './report-model';
+import { LiveStatus, statusRows, type StatusContext } from './live-status';
+import {
+  readDeadLetters,
+  readOrderStates,
+  readStock,
+  readStreamRecords,
+  type DeadLetterQueue,
+} from './scenario-facts';
+import {
+  pause,
+  readVisibilityTimeout,
+  runIncident,
+  type IncidentContext,
+  type IncidentOutcome,
+  type IncidentQueue,
+  type IncidentSpec,
+} from './scenario-incidents';
+import { checkInvariants, type InvariantFacts, type PoisonFact } from './scenario-invariants';
+import { FunctionOutputObserver, OBSERVED_EVENT, PipelineSampler } from './scenario-observer';
+import { ScenarioRedis } from './scenario-redis';
+import { TrafficGenerator } from './traffic';
+
+/** A scenario: traffic, incidents on a schedule, and how long the pipeline may take to drain. */
+export interface ScenarioDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** Seconds of traffic. */
+  readonly durationSeconds: number;
+  /** Payments per second. */
+  readonly ratePerSecond: number;
+  /** The incidents of a run with `durationSeconds` of traffic. */
+  readonly incidents: (durationSeconds: number) => readonly IncidentSpec[];
+  /** Every alarm period is multiplied by this, so alarms can fire within a short run. */
+  readonly alarmPeriodScale: number;
+  /** Time the pipeline gets to drain after the traffic stops, besides a crashed batch's wait, s. */
+  readonly drainSeconds: number;
+  /** Sampling interval of the status and the report's series, ms. */
+  readonly sampleEveryMs: number;
+  /** Non-terminals: one status line per this many ms. */
+  readonly statusLineEveryMs: number;
+}
+
+const outageLength = (d: number): number => Math.max(4, Math.min(30, Math.round(d * 0.17)));
+
+/** The scenarios, by name. */
+export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
+  default: {
+    name: 'default',
+    description:
+      'Steady payments with their notification and inventory follow-ups; a consumer crash after the charge, poison messages, a provider outage, Redis down for 30 s and a duplicate burst.',
+    durationSeconds: 180,
+    ratePerSecond: 2,
+    incidents: (d) => [
+      { kind: 'consumer-crash', atSeconds: Math.min(10, d * 0.05) },
+      { kind: 'poison-message', atSeconds: d * 0.15 },
+      { kind: 'provider-outage', atSeconds: d * 0.25, durationSeconds: outageLength(d) },
+      { kind: 'redis-down', atSeconds: d * 0.5, durationSeconds: outageLength(d) },
+      { kind: 'duplicate-burst', atSeconds: d * 0.75, copies: 20 },
+    ],
+    alarmPeriodScale: 1 / 12,
+    drainSeconds: 60,
+    sampleEveryMs: 1_000,
+    statusLineEveryMs: 10_000,
+  },
+  smoke: {
+    name: 'smoke',
+    description:
+      'Every incident of the default scenario, compressed into ~30 s (the crashed batch returns after the function timeout instead of the 6× visibility timeout).',
+    durationSeconds: 30,
+    ratePerSecond: 2,
+    incidents: (d) => [
+      { kind: 'consumer-crash', atSeconds: 0.5, shortenVisibility: true },
+      // The crash is armed ~7 s in (after the pollers took up the shorter visibility timeout),
+      // before the provider outage, which would keep captures from reaching the crash point.
+      { kind: 'poison-message', atSeconds: d * 0.12 },
+      {
+        kind: 'provider-outage',
+        atSeconds: Math.max(9, d * 0.3),
+        durationSeconds: Math.max(3, Math.round(d * 0.17)),
+      },
+      { kind: 'redis-down', atSeconds: d * 0.55, durationSeconds: Math.max(3, Math.round(d * 0.17)) },
+      { kind: 'duplicate-burst', atSeconds: d * 0.8, copies: 10 },
+    ],
+    alarmPeriodScale: 1 / 30,
+    drainSeconds: 45,
+    sampleEveryMs: 1_000,
+    statusLineEveryMs: 5_000,
+  },
+  steady: {
+    name: 'steady',
+    description: 'Steady traffic of the three job types, no incident: a baseline to compare the others with.',
+    durationSeconds: 120,
+    ratePerSecond: 2,
+    incidents: () => [],
+    alarmPeriodScale: 1 / 12,
+    drainSeconds: 45,
+    sampleEveryMs: 1_000,
+    statusLineEveryMs: 10_000,
+  },
+};
+
+/** A scenario option is invalid; the message lists every problem. */
+export class ScenarioOptionsError extends Error {
+  override readonly name: string = 'ScenarioOptionsError';
+}
+
+/** Highest rate the scenarios allow: moto's SQS slows down with depth (DESIGN.md), keep it shallow. */
+export const MAX_RATE_PER_SECOND = 10;
+/** Shortest traffic a scenario with incidents can fit them into. */
+export const MIN_DURATION_SECONDS = 10;
+
+/** Options of runScenario. */
+export interface RunScenarioOptions {
+  /** @default 'default' */
+  readonly scenario?: string;
+  /** Seconds of traffic. @default the scenario's */
+  readonly durationSeconds?: number;
+  /** Payments per second. @default the scenario's */
+  readonly ratePerSecond?: number;
+  /** @default 'dev' */
+  readonly stage?: string;
+  /** @default <repository>/reports */
+  readonly reportsDir?: string;
+  /** Progress lines (stderr). */
+  readonly log: (line: string) => void;
+  /** Status and summary (stdout). */
+  readonly out: (text: string) => void;
+  /** Redraw the status in place. */
+  readonly tty: boolean;
+  /** Terminal width. */
+  readonly columns?: number;
+  /** Aborts the run (Ctrl-C): everything started is stopped, no report is written. */
+  readonly signal?: AbortSignal;
+  /** Called once the pipeline is deployed and running, before the traffic starts. */
+  readonly onProvisioned?: (platform: LocalPlatform) => Promise<void>;
+}
+
+/** How a run ended. */
+export interface ScenarioOutcome {
+  /** Undefined when the run was interrupted before its report. */
+  readonly report: ScenarioReport | undefined;
+  readonly files: WrittenReport | undefined;
+  readonly interrupted: boolean;
+  /** The cloud assembly the platform deployed from (one per emulator port), once provisioned. */
+  readonly assemblyDir?: string;
+}
+
+/** The definition named `name`, or a ScenarioOptionsError naming the others. */
+export function scenarioNamed(name: string): ScenarioDefinition {
+  const found = SCENARIOS[name];
+  if (found === undefined) {
+    throw new ScenarioOptionsError(
+      `unknown scenario '${name}'; choose one of: ${Object.keys(SCENARIOS).join(', ')}`,
+    );
+  }
+  return found;
+}
+
+/** Checks the options all at once. */
+export function resolveScenarioOptions(
+  opts: Pick<RunScenarioOptions, 'scenario' | 'durationSeconds' | 'ratePerSecond'>,
+): {
+  definition: ScenarioDefinition;
+  durationSeconds: number;
+  ratePerSecond: number;
+} {
+  const problems: string[] = [];
+  let definition: ScenarioDefinition | undefined;
+  try {
+    definition = scenarioNamed(opts.scenario ?? 'default');
+  } catch (error) {
+    problems.push((error as Error).message);
+  }
+  const durationSeconds = opts.durationSeconds ?? definition?.durationSeconds;
+  const ratePerSecond = opts.ratePerSecond ?? definition?.ratePerSecond;
+  if (
+    durationSeconds !== undefined &&
+    !(Number.isFinite(durationSeconds) && durationSeconds >= MIN_DURATION_SECONDS && durationSeconds <= 3_600)
+  )
+    problems.push(
+      `--duration must be between ${MIN_DURATION_SECONDS} and 3600 seconds, got ${durationSeconds}`,
+    );
+  if (
+    ratePerSecond !== undefined &&
+    !(Number.isFinite(ratePerSecond) && ratePerSecond > 0 && ratePerSecond <= MAX_RATE_PER_SECOND)
+  )
+    problems.push(
+      `--rate must be more than 0 and at most ${MAX_RATE_PER_SECOND} payments/s (moto slows down as queues deepen), got ${ratePerSecond}`,
+    );
+  if (
+    problems.length > 0 ||
+    definition === undefined ||
+    durationSeconds === undefined ||
+    ratePerSecond === undefined
+  )
+    throw new ScenarioOptionsError(problems.join('\n'));
+  return { definition, durationSeconds, ratePerSecond };
+}
+
+/** File in the report directory with every line the functions printed. */
+export const FUNCTION_LOG = 'functions.log';
+
+/** SKUs seeded per run, and their stock: plenty, so a reservation fails only when something is wrong. */
+const SKU_COUNT = 6;
+const SEEDED_STOCK = 100_000;
+/** Consecutive quiet samples that mean the pipeline has drained. */
+const QUIET_SAMPLES = 3;
+
+/** What the runner resolved from the deployment. */
+interface Targets {
+  readonly config: PipelineConfig;
+  readonly jobTypes: readonly (ReportedJobType & IncidentQueue & { readonly uuid: string })[];
+  readonly streams: readonly {
+    readonly consumer: string;
+    readonly functionName: string;
+    readonly onFailureUrl: string | undefined;
+  }[];
+  readonly ordersTable: string;
+  readonly inventoryTable: string;
+  readonly outboxService: string;
+}
+
+function requireEnv(env: Readonly<Record<string, string>>, name: string, fn: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new Error(`deployed function ${fn} has no ${name}`);
+  return value;
+}
+
+function resolveTargets(platform: LocalPlatform, stage: string): Targets {
+  const config = loadPipelineConfig(referencePipeline(stage, platform.env.region));
+  const envOf = (fn: string): Readonly<Record<string, string>> => {
+    const deployed = platform.deployment.functions.get(fn);
+    if (deployed === undefined) throw new Error(`no deployed function ${fn}`);
+    return deployed.environment;
+  };
+  const jobTypes = config.jobTypes.map((j) => {
+    const functionName = platform.functionNamed(j.consumer);
+    const source = platform.sqsSources.find((s) => s.spec.functionName === functionName);
+    if (source === undefined) throw new Error(`no queue mapping for ${functionName}`);
+    return {
+      name: j.name,
+      consumer: j.consumer,
+      jobType: j.name,
+      queueUrl: source.spec.queueUrl,
+      dlqUrl: requireEnv(envOf(functionName), 'DLQ_URL', functionName),
+      fifo: j.queue.kind === 'fifo',
+      functionName,
+      functionTimeoutSeconds: j.function.timeoutSeconds,
+      uuid: source.spec.uuid,
+    };
+  });
+  const streams = config.streamConsumers.map((c) => {
+    const functionName = platform.functionNamed(c.consumer);
+    const source = platform.streamSources.find((s) => s.spec.functionName === functionName);
+    return { consumer: c.consumer, functionName, onFailureUrl: source?.spec.onFailureQueueUrl };
+  });
+  const ingress = platform.functionNamed('ingress');
+  const inventory = jobTypes.find((j) => j.name === 'inventory.reserve');
+  if (inventory === undefined) throw new Error('the pipeline has no inventory.reserve job type');
+  return {
+    config,
+    jobTypes,
+    streams,
+    ordersTable: requireEnv(envOf(ingress), 'ORDERS_TABLE', ingress),
+    inventoryTable: requireEnv(envOf(inventory.functionName), 'INVENTORY_TABLE', inventory.functionName),
+    outboxService: 'outbox-relay',
+  };
+}
+
+function queueName(url: string): string {
+  return url.slice(url.lastIndexOf('/') + 1);
+}
+
+/** The environment variables this module or the platform may set, to put back afterwards. */
+const TOUCHED_ENV = [
+  'REDIS_URL',
+  'AWS_ENDPOINT_URL',
+  'AWS_REGION',
+  'AWS_DEFAULT_REGION',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_EC2_METADATA_DISABLED',
+  'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED',
+] as const;
+
+/** Runs a scenario end to end; stops everything it started, whatever happens. */
+export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOutcome> {
+  const { definition, durationSeconds, ratePerSecond } = resolveScenarioOptions(opts);
+  const stage = opts.stage ?? 'dev';
+  const signal = opts.signal ?? new AbortController().signal;
+  const reportsDir = opts.reportsDir ?? path.resolve(__dirname, '..', '..', 'reports');
+  const startedAt = new Date();
+  const t0 = Date.now();
+  const runId = `r${t0.toString(36)}`;
+  const savedEnv = Object.fromEntries(TOUCHED_ENV.map((k) => [k, process.env[k]]));
+
+  const status = new LiveStatus({
+    write: opts.out,
+    tty: opts.tty,
+    columns: opts.columns,
+    lineEveryMs: definition.statusLineEveryMs,
+  });
+  let statusShown = false;
+  // Once interrupted, the pipeline's complaints about servers going away are noise.
+  let quiet = signal.aborted;
+  signal.addEventListener('abort', () => (quiet = true), { once: true });
+  const say = (line: string): void => {
+    if (quiet) return;
+    if (statusShown && opts.tty) status.message(line);
+    else opts.log(line);
+  };
+
+  opts.log(
+    `scenario ${definition.name}: ${durationSeconds} s of traffic at ${ratePerSecond} payments/s (run ${runId})`,
+  );
+  const redis = await ScenarioRedis.start();
+  // The platform (startLocalEnv) and its functions take Redis from REDIS_URL.
+  process.env.REDIS_URL = redis.url;
+  say(`Redis: the scenario's own redis-server on ${redis.url} (pid ${redis.pid ?? '?'})`);
+
+  const observer = new FunctionOutputObserver();
+  // Every line the functions print, for reading after the run (the report names the file).
+  const reportDir = await createReportDir(reportsDir, startedAt, definition.name);
+  const functionLog = createWriteStream(path.join(reportDir, FUNCTION_LOG));
+  const onFunctionOutput = (line: string, fn: string): void => {
+    observer.onLine(line, fn);
+    functionLog.write(`${new Date().toISOString()} ${fn.replace(`tenang-${stage}-`, '')} ${line}\n`);
+  };
+  let platform: LocalPlatform | undefined;
+  let traffic: TrafficGenerator | undefined;
+  let sampler: PipelineSampler | undefined;
+  try {
+    platform = await LocalPlatform.start({
+      stage,
+      log: say,
+      onFunctionOutput,
+      alarms: { periodScale: definition.alarmPeriodScale },
+    });
+    const provisionMs = Date.now() - t0;
+    if (signal.aborted)
+      return {
+        report: undefined,
+        files: undefined,
+        interrupted: true,
+        assemblyDir: platform?.provisioned.assemblyDir,
+      };
+    const p = platform;
+    await opts.onProvisioned?.(p);
+    const targets = resolveTargets(p, stage);
+    const sqs = new SQSClient({ endpoint: p.env.endpoint, region: p.env.region });
+    const ssm = new SSMClient({ endpoint: p.env.endpoint, region: p.env.region });
+    const dynamodb = new DynamoDBClient({ endpoint: p.env.endpoint, region: p.env.region });
+    const streams = new DynamoDBStreamsClient({ endpoint: p.env.endpoint, region: p.env.region });
+    try {
+      const skus = Array.from({ length: SKU_COUNT }, (_, i) => `sku-${runId}-${i + 1}`);
+      const inventory = new DynamoDbInventoryStore(dynamodb, targets.inventoryTable);
+      for (const sku of skus) await inventory.seed(sku, SEEDED_STOCK);
+      const seeded = new Map(skus.map((s) => [s, SEEDED_STOCK]));
+      const payment = targets.jobTypes.find((j) => j.name === 'payment.capture');
+      const notification = targets.jobTypes.find((j) => j.name === 'notification.send');
+      const inventoryType = targets.jobTypes.find((j) => j.name === 'inventory.reserve');
+      if (payment === undefined || notification === undefined || inventoryType === undefined)
+        throw new Error('the pipeline lacks one of payment.capture, notification.send, inventory.reserve');
+      const paymentVisibility = await readVisibilityTimeout(sqs, payment.queueUrl);
+
+      const runStart = Date.now();
+      const elapsedMs = (): number => Date.now() - runStart;
+      let phase = 'traffic';
+      const active = new Set<string>();
+      const poison: PoisonFact[] = [];
+      const injected: Record<string, number> = {};
+      traffic = new TrafficGenerator({
+        apiUrl: p.api.url,
+        runId,
+        skus,
+        ratePerSecond,
+        elapsedMs,
+        log: say,
+      });
+      const tr = traffic;
+      sampler = new PipelineSampler({
+        sqs,
+        ssm,
+        jobTypes: targets.jobTypes.map((j) => {
+          const source = p.sqsSources.find((s) => s.spec.uuid === j.uuid);
+          if (source === undefined) throw new Error(`no mapping ${j.uuid}`);
+          return { name: j.name, queueUrl: j.queueUrl, dlqUrl: j.dlqUrl, source };
+        }),
+        streams: targets.streams.map((s) => {
+          const source = p.streamSources.find((x) => x.spec.functionName === s.functionName);
+          if (source === undefined) throw new Error(`no stream mapping for ${s.functionName}`);
+          return { consumer: s.consumer, onFailureUrl: s.onFailureUrl, source };
+        }),
+        isEnabled: (uuid) => p.control.isEnabled(uuid),
+        degradeFlagName: targets.config.degradeFlagName,
+        observer,
+        alarmStates: () => p.alarms.states(),
+        elapsedMs,
+        log: say,
+      });
+      const alarmPrefix = `tenang-${stage}-`;
+      const context = (): StatusContext => ({
+        scenario: definition.name,
+        phase,
+        elapsedSeconds: elapsedMs() / 1000,
+        durationSeconds,
+        activeIncidents: [...active],
+        traffic: trafficLine(tr, p),
+      });
+      const show = (sample: PipelineSample): void => {
+        statusShown = true;
+        status.update(
+          context(),
+          statusRows(
+            sample,
+            targets.jobTypes,
+            targets.streams.map((s) => s.consumer),
+            alarmPrefix,
+          ),
+        );
+      };
+      sampler.start(definition.sampleEveryMs, show);
+      traffic.start();
+      say(`traffic started: ${ratePerSecond} payments/s through ${p.api.url}`);
+
+      const incidentContext: IncidentContext = {
+        platform: p,
+        redis,
+        traffic,
+        sqs,
+        queues: { payment, notification, inventory: inventoryType },
+        services: { payment: payment.consumer, notification: notification.consumer, reader: 'order-reader' },
+        observer,
+        runId,
+        elapsedMs,
+        signal,
+        log: say,
+        recordPoison: (x) => poison.push(x),
+        recordInjected: (jobType, n) => (injected[jobType] = (injected[jobType] ?? 0) + n),
+        setActive: (title, on) => (on ? active.add(title) : active.delete(title)),
+      };
+      const plan = definition.incidents(durationSeconds);
+      const outcomes = plan.map(async (spec): Promise<IncidentOutcome | undefined> => {
+        if (!(await pause(runStart + spec.atSeconds * 1000 - Date.now(), signal))) return undefined;
+        return runIncident(spec, incidentContext);
+      });
+      await pause(runStart + durationSeconds * 1000 - Date.now(), signal);
+      phase = 'stopping traffic';
+      await traffic.stop();
+      const incidents = (await Promise.all(outcomes)).filter((o): o is IncidentOutcome => o !== undefined);
+      const runMs = elapsedMs();
+      if (signal.aborted)
+        return {
+          report: undefined,
+          files: undefined,
+          interrupted: true,
+          assemblyDir: platform?.provisioned.assemblyDir,
+        };
+
+      // Drain: a crashed batch waits out its visibility timeout; give it that, plus the scenario's margin.
+      phase = 'draining';
+      const drainStart = Date.now();
+      const crash = incidents.find((i) => i.record.kind === 'consumer-crash' && i.record.injected);
+      const crashVisibility =
+        plan.find((s) => s.kind === 'consumer-crash')?.shortenVisibility === true
+          ? payment.functionTimeoutSeconds + 5
+          : paymentVisibility;
+      const crashReturnsAtMs = crash === undefined ? 0 : crash.record.endMs + crashVisibility * 1000;
+      const drainDeadline =
+        drainStart + definition.drainSeconds * 1000 + Math.max(0, runStart + crashReturnsAtMs - drainStart);
+      say(`traffic stopped; draining (at most ${Math.round((drainDeadline - drainStart) / 1000)} s)`);
+      const drained = await drain(p, sampler, targets, drainDeadline, signal);
+      const drainMs = Date.now() - drainStart;
+      if (signal.aborted)
+        return {
+          report: undefined,
+          files: undefined,
+          interrupted: true,
+          assemblyDir: platform?.provisioned.assemblyDir,
+        };
+      say(drained ? `drained in ${(drainMs / 1000).toFixed(1)} s` : 'drain deadline passed with work left');
+
+      phase = 'collecting';
+      const collectStart = Date.now();
+      const last = (await sampler.sample()) ?? sampler.latest();
+      await sampler.stop();
+      status.stop();
+      statusShown = false;
+
+      const dlqQueues: DeadLetterQueue[] = [
+        ...targets.jobTypes.map((j) => ({
+          queue: queueName(j.dlqUrl),
+          url: j.dlqUrl,
+          source: j.name,
+          kind: 'job' as const,
+        })),
+        ...targets.streams
+          .filter((s): s is typeof s & { onFailureUrl: string } => s.onFailureUrl !== undefined)
+          .map((s) => ({
+            queue: queueName(s.onFailureUrl),
+            url: s.onFailureUrl,
+            source: s.consumer,
+            kind: 'stream' as const,
+          })),
+      ];
+      const accepted = traffic.accepted();
+      const invalidator = p.streamSources.find((x) => x.spec.functionName.endsWith('-cache-invalidator'));
+      const [dlq, orderStates, stock, streamRecords] = await Promise.all([
+        readDeadLetters(sqs, dlqQueues, t0),
+        readOrderStates(
+          dynamodb,
+          targets.ordersTable,
+          accepted.map((a) => a.orderId),
+        ),
+        readStock(dynamodb, targets.inventoryTable, seeded),
+        invalidator === undefined ? [] : readStreamRecords(streams, invalidator.spec.streamArn),
+      ]);
+      const facts: InvariantFacts = {
+        jobTypes: { payment: payment.name, notification: notification.name, inventory: inventoryType.name },
+        accepted,
+        charges: p.providers.payment.ledger(),
+        messages: p.providers.messaging.ledger(),
+        orderStates,
+        stock,
+        dlq,
+        poison,
+        stream: {
+          records: streamRecords,
+          // The invalidator logs every record it receives; the outbox relay only the PAID ones.
+          consumers:
+            invalidator === undefined
+              ? []
+              : [
+                  {
+                    consumer: 'cache-invalidator',
+                    highestSeen: observer.highestSequence(invalidator.spec.functionName),
+                  },
+                ],
+        },
+        leftInQueues: Object.fromEntries(
+          targets.jobTypes.map((j) => {
+            const q = last?.queues[j.name];
+            return [j.name, q === undefined ? 0 : q.depth + q.inFlight];
+          }),
+        ),
+      };
+      const invariants = checkInvariants(facts);
+      const records: IncidentRecord[] = incidents.map((i) => ({
+        ...i.record,
+        observed: [...i.record.observed, ...(i.after?.(facts) ?? [])],
+      }));
+      const apiPayments = new Set(accepted.filter((a) => a.via === 'api').map((a) => a.paymentId)).size;
+      const report = buildReport({
+        scenario: {
+          name: definition.name,
+          description: definition.description,
+          durationSeconds,
+          ratePerSecond,
+          stage,
+          redis: `own redis-server on ${redis.url}, started for this run; "Redis down" stops that process and starts a new, empty one on the same port`,
+          startedAt: startedAt.toISOString(),
+          endedAt: new Date().toISOString(),
+          interrupted: false,
+        },
+        timings: {
+          provisionMs,
+          runMs,
+          drainMs,
+          collectMs: Date.now() - collectStart,
+          totalMs: Date.now() - t0,
+        },
+        jobTypes: targets.jobTypes.map((j) => ({ name: j.name, consumer: j.consumer })),
+        streamConsumers: targets.streams.map((s) => s.consumer),
+        samples: sampler.samples,
+        incidents: records,
+        jobsIn: {
+          [payment.name]: apiPayments + (injected[payment.name] ?? 0),
+          [notification.name]:
+            observer.eventCount(`${OBSERVED_EVENT.followUpPrefix}${notification.name}`) +
+            (injected[notification.name] ?? 0),
+          [inventoryType.name]:
+            observer.eventCount(`${OBSERVED_EVENT.followUpPrefix}${inventoryType.name}`) +
+            (injected[inventoryType.name] ?? 0),
+        },
+        dlqQueues,
+        dlqEntries: dlq,
+        duplicates: {
+          ingressRepeats: traffic.stats.paymentRepeatsAnswered,
+          ingressInFlight: traffic.stats.paymentInFlightAnswers,
+        },
+        providers: {
+          payment: {
+            requests: p.providers.payment.requestCount(),
+            effects: p.providers.payment.ledger().length,
+          },
+          messaging: {
+            requests: p.providers.messaging.requestCount(),
+            effects: p.providers.messaging.ledger().length,
+          },
+        },
+        alarms: alarmSection(p, runStart),
+        invariants,
+        outboxService: targets.outboxService,
+      });
+      const files = await writeReport(reportDir, report);
+      opts.out(renderSummary(report, files, traffic));
+      return { report, files, interrupted: false, assemblyDir: p.provisioned.assemblyDir };
+    } finally {
+      status.stop();
+      await traffic?.stop();
+      await sampler?.stop();
+      sqs.destroy();
+      ssm.destroy();
+      dynamodb.destroy();
+      streams.destroy();
+    }
+  } finally {
+    status.stop();
+    opts.log(
+      signal.aborted
+        ? 'interrupted: stopping the local pipeline, no report…'
+        : 'stopping the local pipeline…',
+    );
+    await platform?.stop().catch((error: unknown) => opts.log(`platform stop: ${(error as Error).message}`));
+    await redis.stop();
+    await new Promise<void>((resolve) => functionLog.end(resolve));
+    opts.log('stopped everything this run started');
+    for (const [k, v] of Object.entries(savedEnv)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** Waits until every queue is empty and nothing is in flight, and the streams are idle, for QUIET_SAMPLES samples. */
+async function drain(
+  platform: LocalPlatform,
+  sampler: PipelineSampler,
+  targets: Targets,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  let quiet = 0;
+  let lastBatches = -1;
+  while (Date.now() < deadline && !signal.aborted) {
+    await pause(1_000, signal);
+    const sample = sampler.latest();
+    const batches = platform.streamSources.reduce((n, s) => n + s.stats.batches, 0);
+    const empty =
+      sample !== undefined &&
+      targets.jobTypes.every((j) => {
+        const q = sample.queues[j.name];
+        return q !== undefined && q.depth === 0 && q.inFlight === 0;
+      });
+    quiet = empty && batches === lastBatches ? quiet + 1 : 0;
+    lastBatches = batches;
+    if (quiet >= QUIET_SAMPLES) return true;
+  }
+  return false;
+}
+
+function alarmSection(platform: LocalPlatform, runStart: number): AlarmSection {
+  return {
+    source:
+      'The local platform’s alarm evaluator (lib/local/alarm-evaluator.ts): metric alarm states set in moto, composite alarms kept locally',
+    note: 'Alarm periods are shortened for the scenario; thresholds are the deployed ones.',
+    timeline: platform.alarms.timeline().map((t) => ({
+      atMs: t.at.getTime() - runStart,
+      alarm: t.alarm,
+      from: t.from,
+      to: t.to,
+      reason: t.reason,
+    })),
+    final: platform.alarms.states().map((s) => ({
+      alarm: s.name,
+      state: `${s.state}${s.suppressed === true ? ' (actions suppressed)' : ''}`,
+    })),
+  };
+}
+
+function trafficLine(traffic: TrafficGenerator, platform: LocalPlatform): string {
+  const s = traffic.stats;
+  const hits = s.readsByCache.hit ?? 0;
+  const ratio = s.reads === 0 ? '-' : `${Math.round((hits / s.reads) * 100)}%`;
+  return `orders ${s.ordersCreated} · payments accepted ${s.paymentsAccepted} · reads ${s.reads} (hit ${ratio}) · charges ${platform.providers.payment.ledger().length} · messages ${platform.providers.messaging.ledger().length}`;
+}
+
+function deadLetterLine(entries: readonly DlqEntry[]): string {
+  if (entries.length === 0) return 'none';
+  const counts = new Map<string, number>();
+  for (const e of entries)
+    counts.set(`${e.source}: ${e.errorClass}`, (counts.get(`${e.source}: ${e.errorClass}`) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${k} ×${n}`).join(', ');
+}
+
+/** The summary printed when a run ends. */
+export function renderSummary(
+  report: ScenarioReport,
+  files: WrittenReport,
+  traffic?: TrafficGenerator,
+): string {
+  const lines: string[] = [
+    '',
+    `Scenario ${report.scenario.name}: ${report.ok ? 'ALL INVARIANTS HOLD' : 'FAILED'}`,
+    '',
+  ];
+  for (const i of report.invariants) {
+    lines.push(`  ${i.holds ? 'ok  ' : 'FAIL'} ${i.name} (${i.detail})`);
+    for (const v of i.violations) lines.push(`         - ${v}`);
+  }
+  for (const i of report.incidents.filter((x) => !x.injected))
+    lines.push(`  FAIL incident not injected: ${i.title}: ${i.error ?? ''}`);
+  lines.push('', 'Jobs in → out (succeeded + duplicates ignored + dead-lettered):');
+  for (const j of report.jobs) {
+    lines.push(
+      `  ${j.jobType.padEnd(18)} in ${j.in}, succeeded ${j.succeeded}, duplicates ${j.duplicatesIgnored}, DLQ ${j.deadLettered}, retried ${j.retried}, deferred ${j.deferred}, left ${j.leftInQueue}`,
+    );
+  }
+  lines.push(
+    `Duplicates prevented: ${report.duplicatesPrevented.total} (ingress ${report.duplicatesPrevented.ingressRepeats} + ${report.duplicatesPrevented.ingressInFlight} in flight, consumers ${report.duplicatesPrevented.consumerDuplicatesIgnored}, outbox ${report.duplicatesPrevented.outboxDuplicates})`,
+    `Dead letters: ${deadLetterLine(report.dlq.flatMap((d) => d.entries))}`,
+    `Cache hit ratio: ${report.cache.hitRatio === null ? 'no reads' : `${(report.cache.hitRatio * 100).toFixed(1)}%`} (${report.cache.hits} hits, ${report.cache.misses} misses, ${report.cache.bypasses} bypasses)`,
+    `Alarms: ${report.alarms.timeline.length} transitions; in ALARM at the end: ${
+      report.alarms.final
+        .filter((a) => a.state.startsWith('ALARM'))
+        .map((a) => a.alarm)
+        .join(', ') || 'none'
+    }`,
+  );
+  if (traffic !== undefined && traffic.stats.paymentsAbandoned > 0)
+    lines.push(
+      `Payments the API never accepted (not expected to be PAID): ${traffic.stats.paymentsAbandoned}`,
+    );
+  lines.push(
+    `Timings: provision ${(report.timings.provisionMs / 1000).toFixed(1)} s, traffic ${(report.timings.runMs / 1000).toFixed(1)} s, drain ${(report.timings.drainMs / 1000).toFixed(1)} s, collect ${(report.timings.collectMs / 1000).toFixed(1)} s`,
+    `Report: ${files.html}`,
+    `        ${files.json}`,
+    '',
+  );
+  return lines.join('\n');
+}
