@@ -132,6 +132,10 @@ export class StreamEventSource {
   private async pollShard(shardId: string): Promise<void> {
     let iterator: string | undefined;
     let pending: DynamoDBRecord[] = [];
+    // The last sequence number read from the shard. When a read comes back empty the iterator is
+    // renewed after it: moto replaces a table's stream shard when it rolls back a cancelled
+    // TransactWriteItems, and an iterator into the discarded shard would never see another record.
+    let lastRead: string | undefined;
     while (this.running) {
       try {
         if (!this.hooks.isEnabled()) {
@@ -143,7 +147,9 @@ export class StreamEventSource {
             new GetShardIteratorCommand({
               StreamArn: this.spec.streamArn,
               ShardId: shardId,
-              ShardIteratorType: 'TRIM_HORIZON',
+              ...(lastRead === undefined
+                ? { ShardIteratorType: 'TRIM_HORIZON' as const }
+                : { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, SequenceNumber: lastRead }),
             }),
           )
         ).ShardIterator;
@@ -151,10 +157,11 @@ export class StreamEventSource {
           const out = await this.streams.send(
             new GetRecordsCommand({ ShardIterator: iterator, Limit: this.spec.batchSize - pending.length }),
           );
-          iterator = out.NextShardIterator;
-          pending = pending.concat(
-            (out.Records ?? []).map((r) => toDynamoDbRecord(r, this.spec.streamArn, this.region)),
-          );
+          const records = out.Records ?? [];
+          iterator = records.length === 0 ? undefined : out.NextShardIterator;
+          const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
+          if (last !== undefined) lastRead = last;
+          pending = pending.concat(records.map((r) => toDynamoDbRecord(r, this.spec.streamArn, this.region)));
         }
         if (pending.length === 0) {
           await sleep(IDLE_WAIT_MS);
