@@ -16,7 +16,6 @@ const RUNTIME_RESTRICTED_PATHS = [
   },
 ];
 
-
 export default tseslint.config(
   { ignores: ['node_modules/', 'cdk.out/', '.tenang/', '.venv/', 'reports/', 'bench/out/', 'coverage/'] },
   js.configs.recommended,
