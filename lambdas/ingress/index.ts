@@ -355,8 +355,6 @@ export function createHandler(
   };
 }
 
-/** SDK timeouts well under API Gateway's 30 s and the function's 10 s (D4). */
-
 /** Builds the handler's dependencies from the environment. */
 export function depsFromEnv(env: IngressEnv): IngressDeps {
   const { logger, metrics } = observability(SERVICE_NAME);

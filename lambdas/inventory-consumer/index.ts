@@ -184,8 +184,6 @@ async function degraded(deps: InventoryConsumerDeps, logger: Logger): Promise<bo
   }
 }
 
-/** SDK timeouts well under the function's (D4); the SDK's own retries stay within them. */
-
 /** The SDK clients the handler uses. */
 interface InventoryClients {
   readonly sqs: SQSClient;

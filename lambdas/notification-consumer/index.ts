@@ -180,8 +180,6 @@ async function degraded(deps: NotificationConsumerDeps, logger: Logger): Promise
   }
 }
 
-/** SDK timeouts well under the function's (D4); the SDK's own retries stay within them. */
-
 /** The SDK clients the handler uses. */
 interface NotificationClients {
   readonly sqs: SQSClient;

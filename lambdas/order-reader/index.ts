@@ -166,7 +166,7 @@ const connection = connectRedis(cacheConnectionSettings(env), {
   commandTimeoutMs: config.stage.cache.commandTimeoutMs,
   onError: (error) => logger.warn('Redis connection error', { error: error.message }),
 });
-/** SDK timeouts well under the function's 5 s (D4). */
+/** DynamoDB client with the standard SDK timeouts, well under the function's 5 s (D4). */
 const dynamo = newDynamoDbClient();
 
 /** The deployed handler. */

@@ -213,8 +213,6 @@ export function createHandler(
   };
 }
 
-/** SDK timeouts well under the function's (D4). */
-
 /** Builds the handler's dependencies from the environment. */
 export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
   const config = stageConfig(env.TENANG_STAGE, env.AWS_REGION);

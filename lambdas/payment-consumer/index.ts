@@ -248,8 +248,6 @@ export function createHandler(
   });
 }
 
-/** SDK timeouts per attempt, well under the function's 30 s even with the SDK's retries (D4). */
-
 /** The SDK clients the handler's dependencies share. */
 export interface PaymentConsumerClients {
   readonly dynamo: DynamoDBClient;
