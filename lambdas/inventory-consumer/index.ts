@@ -16,7 +16,7 @@ import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapter
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
-import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
+import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, METRIC, type ResolvedJobType } from '../../lib/config';
@@ -99,7 +99,10 @@ export function createHandler(
   });
 
   const handle: JobHandler<'inventory.reserve'> = async (job, ctx) => {
-    if (consumerAdmission(deps.jobType.criticality, await degraded(deps, ctx.logger)) === 'defer') {
+    if (
+      consumerAdmission(deps.jobType.criticality, await degradedOrFalse(deps.isDegraded, ctx.logger)) ===
+      'defer'
+    ) {
       return { kind: 'deferred', delaySeconds: degradeDeferSeconds(random), reason: 'degrade mode' };
     }
     const outcome = await reserveStock(
@@ -169,18 +172,6 @@ function reportLockEvent(logger: Logger, event: LockEvent): void {
         resource: event.resource,
         error: event.error as Error,
       });
-  }
-}
-
-/** The degrade flag; when SSM cannot be read, work goes on (not degraded) and the failure is logged. */
-async function degraded(deps: InventoryConsumerDeps, logger: Logger): Promise<boolean> {
-  try {
-    return await deps.isDegraded();
-  } catch (error) {
-    logger.warn('could not read the degrade flag; treating the stage as not degraded', {
-      error: error as Error,
-    });
-    return false;
   }
 }
 

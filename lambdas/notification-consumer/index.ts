@@ -15,7 +15,7 @@ import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
-import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
+import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { HttpMessagingProvider } from '../../lib/adapters/http/messaging-provider';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
@@ -108,7 +108,10 @@ export function createHandler(
 
   const handle: JobHandler<'notification.send'> = async (job, ctx) => {
     // Sheddable work is shed by the producer; a job already queued is deferred, never dropped.
-    if (consumerAdmission(deps.jobType.criticality, await degraded(deps, ctx.logger)) === 'defer') {
+    if (
+      consumerAdmission(deps.jobType.criticality, await degradedOrFalse(deps.isDegraded, ctx.logger)) ===
+      'defer'
+    ) {
       return { kind: 'deferred', delaySeconds: degradeDeferSeconds(random), reason: 'degrade mode' };
     }
     const outcome = await sendNotification(
@@ -166,18 +169,6 @@ export function createHandler(
     // One record after another: the breaker and the bucket see each call's outcome before the next.
     processInParallel: false,
   });
-}
-
-/** The degrade flag; when SSM cannot be read, work goes on (not degraded) and the failure is logged. */
-async function degraded(deps: NotificationConsumerDeps, logger: Logger): Promise<boolean> {
-  try {
-    return await deps.isDegraded();
-  } catch (error) {
-    logger.warn('could not read the degrade flag; treating the stage as not degraded', {
-      error: error as Error,
-    });
-    return false;
-  }
 }
 
 /** The SDK clients the handler uses. */

@@ -17,7 +17,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
-import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
+import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, type PipelineConfig } from '../../lib/config';
@@ -115,18 +115,6 @@ export function createHandler(
   const random = deps.random ?? Math.random;
   const clock = deps.clock ?? ((): Date => new Date());
 
-  async function degraded(logger: Logger): Promise<boolean> {
-    try {
-      return await deps.isDegraded();
-    } catch (error) {
-      // Enqueueing everything loses nothing; refusing work on a misread flag could.
-      logger.warn('could not read the degrade flag; treating the stage as not degraded', {
-        error: error as Error,
-      });
-      return false;
-    }
-  }
-
   function report(logger: Logger, outcome: FollowUpOutcome): void {
     const { envelope } = outcome.followUp;
     const fields = { jobType: envelope.type, idempotencyKey: envelope.idempotencyKey };
@@ -180,7 +168,7 @@ export function createHandler(
       dedup: deps.dedup,
       enqueue: deps.enqueue,
       criticalityOf: deps.criticalityOf,
-      degraded: await degraded(logger),
+      degraded: await degradedOrFalse(deps.isDegraded, logger),
       random,
       inFlightClaimSeconds: deps.functionTimeoutSeconds,
       sentClaimSeconds: SENT_CLAIM_SECONDS,

@@ -37,3 +37,21 @@ export class SsmDegradeFlag {
     }
   }
 }
+
+/**
+ * Reads the degrade flag through `read`; when it cannot be read, work goes on (not degraded) and
+ * the failure is logged: refusing or deferring work on a misread flag could lose more than it saves.
+ */
+export async function degradedOrFalse(
+  read: () => Promise<boolean>,
+  logger: { warn(message: string, extra: { error: Error }): void },
+): Promise<boolean> {
+  try {
+    return await read();
+  } catch (error) {
+    logger.warn('could not read the degrade flag; treating the stage as not degraded', {
+      error: error as Error,
+    });
+    return false;
+  }
+}
