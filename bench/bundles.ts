@@ -24,6 +24,15 @@ export interface BundleResult {
   readonly baselineLoadMsMedian: number;
   /** loadMsMedian / baselineLoadMsMedian (target ≤ 1.15). */
   readonly loadRatio: number;
+  /** The Powertools packages the handler uses (and zod/mini, when it does). */
+  readonly floorLibraries: readonly string[];
+  /**
+   * The floor: the bare handler plus the mandated libraries the handler uses, each constructed
+   * as the handler constructs it, and no code of ours.
+   */
+  readonly floorLoadMsMedian: number;
+  /** floorLoadMsMedian / baselineLoadMsMedian: what the libraries alone cost. */
+  readonly floorRatio: number;
 }
 
 const ROOT = path.resolve(__dirname, '..');
@@ -81,6 +90,46 @@ function sdkClients(meta: Metafile): string[] {
     if (/node_modules\/ioredis\//.test(input)) clients.add('ioredis');
   }
   return [...clients].sort();
+}
+
+/** The mandated libraries (Powertools packages, zod) a bundle includes. */
+function floorLibraries(meta: Metafile): string[] {
+  const libs = new Set<string>();
+  for (const input of Object.keys(meta.inputs)) {
+    const m = /node_modules\/@aws-lambda-powertools\/(logger|metrics|batch|idempotency|parameters)\//.exec(input);
+    if (m?.[1] !== undefined) libs.add(m[1]);
+    if (/node_modules\/zod\//.test(input)) libs.add('zod');
+  }
+  return [...libs].sort();
+}
+
+/** Imports and constructions of each floor library, as the handlers use them. */
+const FLOOR_SNIPPETS: Record<string, { imports: string; body: string }> = {
+  logger: { imports: "import { Logger } from '@aws-lambda-powertools/logger';", body: 'new Logger();' },
+  metrics: { imports: "import { Metrics } from '@aws-lambda-powertools/metrics';", body: 'new Metrics();' },
+  batch: {
+    imports: "import { BatchProcessor, EventType } from '@aws-lambda-powertools/batch';",
+    body: 'new BatchProcessor(EventType.SQS);',
+  },
+  idempotency: {
+    imports:
+      "import { makeIdempotent, IdempotencyConfig } from '@aws-lambda-powertools/idempotency';\nimport { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';",
+    body: "globalThis.__idem = makeIdempotent(async () => ({}), { persistenceStore: new DynamoDBPersistenceLayer({ tableName: 't' }), config: new IdempotencyConfig({}) });",
+  },
+  parameters: {
+    imports: "import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';",
+    body: 'new SSMProvider();',
+  },
+  zod: {
+    imports: "import * as z from 'zod/mini';",
+    body: "z.object({ AWS_REGION: z.string().check(z.minLength(1)), QUEUE_URL: z.optional(z.url()) }).safeParse(process.env);",
+  },
+};
+
+function floorSource(clients: readonly string[], libs: readonly string[]): string {
+  const bare = baselineSource(clients).replace(/export const handler[^\n]*\n$/, '');
+  const snippets = libs.map((l) => FLOOR_SNIPPETS[l]).filter((s) => s !== undefined);
+  return `${snippets.map((s) => s.imports).join('\n')}\n${bare}${snippets.map((s) => s.body).join('\n')}\nexport const handler = async () => ({});\n`;
 }
 
 function clientClassName(pkg: string): string {
@@ -171,11 +220,18 @@ export async function measureBundles(opts: {
     const baseFile = path.join(out, `${handler}.baseline.mjs`);
     // Same options; nodePaths resolves the SDK from the project, not from the temp dir.
     await build({ ...BUNDLE_OPTIONS, entryPoints: [baseEntry], outfile: baseFile });
+    const libs = floorLibraries(meta);
+    const floorEntry = path.join(out, `${handler}.floor-entry.mjs`);
+    fs.writeFileSync(floorEntry, floorSource(clients, libs));
+    const floorFile = path.join(out, `${handler}.floor.mjs`);
+    await build({ ...BUNDLE_OPTIONS, entryPoints: [floorEntry], outfile: floorFile });
     const ours: number[] = [];
     const base: number[] = [];
+    const floor: number[] = [];
     for (let i = 0; i < opts.runs; i += 1) {
       ours.push(loadMs(file, env));
       base.push(loadMs(baseFile, env));
+      floor.push(loadMs(floorFile, env));
     }
     const result: BundleResult = {
       handler,
@@ -186,9 +242,12 @@ export async function measureBundles(opts: {
       loadMsMedian: median(ours),
       baselineLoadMsMedian: median(base),
       loadRatio: median(ours) / median(base),
+      floorLibraries: libs,
+      floorLoadMsMedian: median(floor),
+      floorRatio: median(floor) / median(base),
     };
     opts.log(
-      `${handler}: ${(result.bytes / 1024).toFixed(0)} KiB, load ${result.loadMsMedian.toFixed(1)} ms vs ${result.baselineLoadMsMedian.toFixed(1)} ms bare (×${result.loadRatio.toFixed(2)})`,
+      `${handler}: ${(result.bytes / 1024).toFixed(0)} KiB, load ${result.loadMsMedian.toFixed(1)} ms vs ${result.baselineLoadMsMedian.toFixed(1)} ms bare (×${result.loadRatio.toFixed(2)}), libraries alone ×${result.floorRatio.toFixed(2)}`,
     );
     results.push(result);
   }
