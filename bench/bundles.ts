@@ -96,7 +96,9 @@ function sdkClients(meta: Metafile): string[] {
 function floorLibraries(meta: Metafile): string[] {
   const libs = new Set<string>();
   for (const input of Object.keys(meta.inputs)) {
-    const m = /node_modules\/@aws-lambda-powertools\/(logger|metrics|batch|idempotency|parameters)\//.exec(input);
+    const m = /node_modules\/@aws-lambda-powertools\/(logger|metrics|batch|idempotency|parameters)\//.exec(
+      input,
+    );
     if (m?.[1] !== undefined) libs.add(m[1]);
     if (/node_modules\/zod\//.test(input)) libs.add('zod');
   }
@@ -122,7 +124,7 @@ const FLOOR_SNIPPETS: Record<string, { imports: string; body: string }> = {
   },
   zod: {
     imports: "import * as z from 'zod/mini';",
-    body: "z.object({ AWS_REGION: z.string().check(z.minLength(1)), QUEUE_URL: z.optional(z.url()) }).safeParse(process.env);",
+    body: 'z.object({ AWS_REGION: z.string().check(z.minLength(1)), QUEUE_URL: z.optional(z.url()) }).safeParse(process.env);',
   },
 };
 

@@ -134,7 +134,8 @@ async function main(): Promise<void> {
     process.stderr.write(`[bench] ${line}\n`);
   };
   const unknown = [...only].filter((s) => !SECTIONS.includes(s));
-  if (unknown.length > 0) program.error(`unknown section(s) ${unknown.join(', ')}: choose from ${SECTIONS.join(', ')}`);
+  if (unknown.length > 0)
+    program.error(`unknown section(s) ${unknown.join(', ')}: choose from ${SECTIONS.join(', ')}`);
   // Sections not measured in this run keep their figures from the previous results.json, so a
   // partial run (--only) updates its sections without dropping the others.
   const previous = readPrevious(path.join(opts.out, 'results.json'), log);
@@ -145,7 +146,9 @@ async function main(): Promise<void> {
       ? await measureCalls({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), jobs: Number(opts.jobs), log })
       : previous.calls,
     bundles: only.has('bundles') ? await measureBundles({ runs: Number(opts.runs), log }) : previous.bundles,
-    cache: only.has('cache') ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log }) : previous.cache,
+    cache: only.has('cache')
+      ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log })
+      : previous.cache,
     measuredNow: [...only],
   };
   fs.mkdirSync(opts.out, { recursive: true });
