@@ -21,11 +21,9 @@ import { register as registerDlq } from '../lib/ops/commands/dlq';
 import { register as registerPause } from '../lib/ops/commands/pause';
 import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
-// ─── Commands built alongside, not there yet (lock, cache) ────────────────────────────────
-// Add each module's `register` here and to COMMANDS once its file exists:
-//   import { register as registerLock } from '../lib/ops/commands/lock';
-//   import { register as registerCache } from '../lib/ops/commands/cache';
-// ───────────────────────────────────────────────────────────────────────────────────────────
+// WIRE-LOCK-IMPORT
+// WIRE-CACHE-IMPORT
+// WIRE-DRILL-IMPORT
 
 /** Every command module, in help order. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -35,7 +33,9 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDegrade,
   registerDlq,
   registerAudit,
-  // TODO(lock, cache): registerLock, registerCache,
+  // WIRE-LOCK-COMMAND
+  // WIRE-CACHE-COMMAND
+  // WIRE-DRILL-COMMAND
 ];
 
 /** Where the CLI writes and how it asks. */
