@@ -1,4 +1,4 @@
-/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis). */
+/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis), drills (runbooks on a local platform). */
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
   testEnvironment: 'node',
@@ -14,6 +14,14 @@ module.exports = {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+    },
+    {
+      // Drills (P2): each runbook executed against its incident on a local platform of its own.
+      ...base,
+      displayName: 'drills',
+      testMatch: ['<rootDir>/test/drills/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },

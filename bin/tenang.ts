@@ -21,9 +21,9 @@ import { register as registerDlq } from '../lib/ops/commands/dlq';
 import { register as registerPause } from '../lib/ops/commands/pause';
 import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
-// WIRE-LOCK-IMPORT
-// WIRE-CACHE-IMPORT
-// WIRE-DRILL-IMPORT
+import { register as registerLock } from '../lib/ops/commands/lock';
+import { register as registerCache } from '../lib/ops/commands/cache';
+import { register as registerDrill } from '../lib/ops/commands/drill';
 
 /** Every command module, in help order. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -33,9 +33,9 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDegrade,
   registerDlq,
   registerAudit,
-  // WIRE-LOCK-COMMAND
-  // WIRE-CACHE-COMMAND
-  // WIRE-DRILL-COMMAND
+  registerLock,
+  registerCache,
+  registerDrill,
 ];
 
 /** Where the CLI writes and how it asks. */

@@ -47,7 +47,8 @@ const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAG
 
 /** A running local pipeline. */
 export class LocalPlatform {
-  private readonly crashOnce = new Map<string, readonly string[]>();
+  private readonly crashes = new Map<string, { points: readonly string[]; remaining: number }>();
+  private reconcilerSuspended = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private lastFlags = '';
 
@@ -197,8 +198,12 @@ export class LocalPlatform {
   public async invoke(functionName: string, event: unknown): Promise<InvokeResult> {
     const host = this.hosts.get(functionName);
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
-    const crashPoints = this.crashOnce.get(functionName);
-    if (crashPoints !== undefined) this.crashOnce.delete(functionName);
+    const armed = this.crashes.get(functionName);
+    const crashPoints = armed?.points;
+    if (armed !== undefined) {
+      armed.remaining -= 1;
+      if (armed.remaining <= 0) this.crashes.delete(functionName);
+    }
     const result = await host.invoke(event, { crashPoints });
     this.alarms.recordInvocation(functionName, result);
     return result;
@@ -206,7 +211,21 @@ export class LocalPlatform {
 
   /** The next invocation of `functionName` crashes at `points` (its process is killed there). */
   public crashNextInvocation(functionName: string, points: readonly string[]): void {
-    this.crashOnce.set(functionName, points);
+    this.crashInvocations(functionName, points, 1);
+  }
+
+  /** The next `count` invocations of `functionName` crash at `points`; `count` 0 disarms. */
+  public crashInvocations(functionName: string, points: readonly string[], count: number): void {
+    if (count <= 0) this.crashes.delete(functionName);
+    else this.crashes.set(functionName, { points, remaining: count });
+  }
+
+  /**
+   * Stops (or restarts) EventBridge's part: while suspended, neither a flag change nor the
+   * schedule runs the flag reconciler — a disabled rule or a broken reconciler, for drills.
+   */
+  public suspendReconciler(suspended: boolean): void {
+    this.reconcilerSuspended = suspended;
   }
 
   /** The deployed function whose name ends with `-<logical>`, e.g. `payment-consumer`. */
@@ -217,7 +236,8 @@ export class LocalPlatform {
   }
 
   /** Runs the flag reconciler now (what EventBridge does on a flag change). */
-  public async reconcile(reason: string): Promise<InvokeResult> {
+  public async reconcile(reason: string): Promise<InvokeResult | undefined> {
+    if (this.reconcilerSuspended) return undefined;
     const fn = this.functionNamed('flag-reconciler');
     const result = await this.invoke(fn, {
       version: '0',

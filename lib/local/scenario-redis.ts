@@ -4,26 +4,14 @@
  * new one on the same port (empty, like a replaced ElastiCache node); a Redis the scenario did not
  * start — the machine's on 6379, say — is never touched.
  */
-import * as net from 'node:net';
 import { ChildServer } from './child-server';
 import { LocalEnvError } from './errors';
 import { pollUntil } from './poll';
+import { freePort } from './ports';
 import { pingRedis } from './probes';
 
 const READY_DEADLINE_MS = 10_000;
 const STOP_GRACE_MS = 3_000;
-
-/** A free TCP port on 127.0.0.1 (the OS picks it; it may be taken again before use, rarely). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The scenario's redis-server. */
 export class ScenarioRedis {

@@ -68,6 +68,8 @@ export interface CliContext {
   readonly actor: string;
   /** Asks before destructive actions. @default NO_PROMPT */
   readonly prompt?: Prompt;
+  /** The environment the context was built from (e.g. the cache connection's variables). @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** A command module's entry point. */
@@ -81,17 +83,22 @@ export function contextFromEnv(
   const stage = opts.stage ?? env.TENANG_STAGE ?? 'dev';
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const config = stageConfig(stage, region);
-  const base = { region };
+  // Endpoints from `env`, not only from process.env (which the SDK reads by itself): a drill or
+  // a test hands the CLI another environment than its own process's.
+  const base = (service: string): { region: string; endpoint?: string } => {
+    const endpoint = env[`AWS_ENDPOINT_URL_${service}`] ?? env.AWS_ENDPOINT_URL;
+    return endpoint === undefined || endpoint === '' ? { region } : { region, endpoint };
+  };
   let clients: CliClients | undefined;
   const lazy = (): CliClients =>
     (clients ??= {
       // SQS through the configured endpoint: deployed queue URLs name the regional host.
-      sqs: new SQSClient({ ...base, useQueueUrlAsEndpoint: false }),
-      dynamodb: new DynamoDBClient(base),
-      ssm: new SSMClient(base),
-      lambda: new LambdaClient(base),
-      cloudwatch: new CloudWatchClient(base),
-      cloudformation: new CloudFormationClient(base),
+      sqs: new SQSClient({ ...base('SQS'), useQueueUrlAsEndpoint: false }),
+      dynamodb: new DynamoDBClient(base('DYNAMODB')),
+      ssm: new SSMClient(base('SSM')),
+      lambda: new LambdaClient(base('LAMBDA')),
+      cloudwatch: new CloudWatchClient(base('CLOUDWATCH')),
+      cloudformation: new CloudFormationClient(base('CLOUDFORMATION')),
     });
   return {
     stage,
@@ -106,5 +113,6 @@ export function contextFromEnv(
     now: () => new Date(),
     actor: env.TENANG_ACTOR ?? env.USER ?? 'tenang-cli',
     prompt: opts.prompt ?? NO_PROMPT,
+    env,
   };
 }

@@ -2,20 +2,10 @@
  * Starts a whole local platform for a test file, on a moto of its own (a free port), so its
  * deployment never collides with the shared emulator other test files use.
  */
-import * as net from 'node:net';
 import { LocalPlatform, type PlatformOptions } from '../../lib/local/platform';
+import { freePort } from '../../lib/local/ports';
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Starts a platform on its own moto; `lines` collects what its functions print. */
 export async function startTestPlatform(

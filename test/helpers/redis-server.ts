@@ -2,10 +2,10 @@
  * A throwaway redis-server of a test's own, on a free loopback port, for "Redis down" tests: the
  * shared Redis is never stopped or flushed. Stopped by its own pid only.
  */
-import { createServer, type AddressInfo } from 'node:net';
 import { ChildServer } from '../../lib/local/child-server';
 import { pollUntil } from '../../lib/local/poll';
 import { pingRedis } from '../../lib/local/probes';
+import { freePort } from '../../lib/local/ports';
 
 /** A running private Redis. */
 export interface OwnRedis {
@@ -15,14 +15,6 @@ export interface OwnRedis {
   stop(): Promise<void>;
   /** Starts a new server on the same port (after stop). */
   restart(): Promise<OwnRedis>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Starts `redis-server` on `port` (a free one by default) and waits until it answers PING. */

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { pingRedis, probeHttp } from '../../lib/local/probes';
 import { runScenario, FUNCTION_LOG, type ScenarioOutcome } from '../../lib/local/scenario';
-import { freePort } from '../../lib/local/scenario-redis';
+import { freePort } from '../../lib/local/ports';
 
 /** Variables the scenario's environment depends on; globalSetup points some at the shared moto. */
 const ENV_KEYS = ['AWS_ENDPOINT_URL', 'TENANG_MOTO_PORT', 'REDIS_URL'] as const;

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalEnvError, startLocalEnv, type LocalEnvOptions } from '../../lib/local/env';
+import { freePort } from '../../lib/local/ports';
 
 const VARIABLES = [
   'AWS_ENDPOINT_URL',
@@ -207,9 +208,3 @@ function close(server: net.Server): Promise<void> {
   return new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  const port = await listen(server);
-  await close(server);
-  return port;
-}

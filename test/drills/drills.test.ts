@@ -1,0 +1,51 @@
+/**
+ * Every drill (lib/ops/drills) on one local platform of its own: each creates its runbook's
+ * incident, runs the runbook's `tenang` commands through the CLI entry point, and must recover
+ * with nothing lost and nothing done twice. A failure prints the drill's steps and checks.
+ */
+import { run } from '../../bin/tenang';
+import { DRILLS } from '../../lib/ops/drills';
+import { renderDrillResult, runDrill, type DrillResult } from '../../lib/ops/drills/drill';
+import type { LocalPlatform } from '../../lib/local/platform';
+import { startTestPlatform } from '../helpers/local-platform';
+
+jest.setTimeout(300_000);
+
+/** Results by drill, for the runbook-coverage test (test/unit/ops/runbooks.test.ts reads the steps statically). */
+const results = new Map<string, DrillResult>();
+
+describe('Drills: each runbook executed against its incident', () => {
+  let platform: LocalPlatform;
+  const savedEnv = { ...process.env };
+
+  beforeAll(async () => {
+    ({ platform } = await startTestPlatform());
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+    process.env = savedEnv;
+  });
+
+  it.each(DRILLS.map((d) => [d.name, d.runbook, d]))(
+    'drill %s (runbooks/%s.md): recovers with nothing lost and nothing done twice',
+    async (_name, _runbook, drill) => {
+      // Act
+      const result = await runDrill(drill, {
+        platform,
+        cli: async (argv, env) => {
+          const out: string[] = [];
+          const err: string[] = [];
+          const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
+          return { code, out: out.join('\n'), err: err.join('\n') };
+        },
+      });
+      results.set(drill.name, result);
+
+      // Assess
+      if (!result.passed) throw new Error(renderDrillResult(result));
+      expect(result.steps.length).toBeGreaterThan(0);
+      expect(result.checks.every((c) => c.ok)).toBe(true);
+    },
+  );
+});
