@@ -1,7 +1,10 @@
 /** The audit checklist shared by the template audit, the config audit and `tenang audit`. */
 
-/** A rule's verdict. */
-export type AuditStatus = 'pass' | 'fail' | 'not-applicable';
+/**
+ * A rule's verdict. `not-checkable`: the source audited cannot show the fact (e.g. a live
+ * account cannot tell an explicit setting from a default); said so rather than passed.
+ */
+export type AuditStatus = 'pass' | 'fail' | 'not-applicable' | 'not-checkable';
 
 /**
  * How a failure counts: an `error` fails the audit (exit 1); a `warning` is reported but does
@@ -20,7 +23,10 @@ export interface ChecklistItem {
   readonly level: AuditLevel;
   /** Why, one reason per failing (or, when passing, checked) resource. */
   readonly why: string;
-  /** Logical ids (template rules) or config paths (config rules): the failing ones on a fail. */
+  /**
+   * Logical ids (template rules), deployed resources (live rules, e.g. `queue <name>`) or config
+   * paths (config rules): the failing ones on a fail.
+   */
   readonly resources: readonly string[];
 }
 

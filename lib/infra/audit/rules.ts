@@ -56,12 +56,18 @@ export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
  */
 export const STREAM_ARN_METADATA_KEY = 'tenang:stream-arn';
 
-const QUEUE = 'AWS::SQS::Queue';
-const TABLE = 'AWS::DynamoDB::Table';
-const FUNCTION = 'AWS::Lambda::Function';
-const MAPPING = 'AWS::Lambda::EventSourceMapping';
-const ALARM = 'AWS::CloudWatch::Alarm';
-const COMPOSITE_ALARM = 'AWS::CloudWatch::CompositeAlarm';
+/** SQS queue type (these types are shared with the live audit, which builds such resources). */
+export const QUEUE = 'AWS::SQS::Queue';
+/** DynamoDB table type. */
+export const TABLE = 'AWS::DynamoDB::Table';
+/** Lambda function type. */
+export const FUNCTION = 'AWS::Lambda::Function';
+/** Lambda event source mapping type. */
+export const MAPPING = 'AWS::Lambda::EventSourceMapping';
+/** CloudWatch metric alarm type. */
+export const ALARM = 'AWS::CloudWatch::Alarm';
+/** CloudWatch composite alarm type. */
+export const COMPOSITE_ALARM = 'AWS::CloudWatch::CompositeAlarm';
 
 /** Names that mark a table as an idempotency or dedup store (I1, Q1). */
 const IDEMPOTENCY_PATTERN = /idempot|dedup/i;

@@ -1,17 +1,22 @@
 /**
- * `tenang audit [--template path] [--json]`: the pre-automation checklist (P4). Without
+ * `tenang audit [--template path | --live] [--json]`: the pre-automation checklist (P4). Without
  * --template it synthesizes this project's app for the context's stage and audits that template
- * plus the pipeline config; with --template it audits any CloudFormation template. Exits 1
- * (CommandFailedError) when an error-level rule fails.
+ * plus the pipeline config; with --template it audits any CloudFormation template; with --live
+ * it audits the stage's DEPLOYED stack through the AWS APIs (the same rules, see
+ * lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1 (CommandFailedError) when an
+ * error-level rule fails.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
+import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import { buildApp } from '../../infra/app';
 import { auditFailed, type ChecklistItem } from '../../infra/audit/checklist';
 import { auditPipelineConfig } from '../../infra/audit/config-audit';
+import { auditLive } from '../../infra/audit/live-audit';
+import { LiveStackNotFoundError, readLiveStack } from '../../infra/audit/live-reader';
 import { auditTemplate } from '../../infra/audit/template-audit';
 import { STAGE_CONTEXT_KEY } from '../../infra/target';
 import { CommandFailedError, UsageError, type CliContext, type RegisterCommand } from '../cli-context';
@@ -19,6 +24,7 @@ import { renderTable } from '../table';
 
 const AuditOptionsSchema = z.object({
   template: z.optional(z.string().check(z.minLength(1, '--template needs a file path'))),
+  live: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
 });
 /** Parsed options of `tenang audit`. */
@@ -26,7 +32,7 @@ export type AuditOptions = z.infer<typeof AuditOptionsSchema>;
 
 /** What an audit run found. */
 export interface AuditResult {
-  /** The template file audited, or `synthesized <stack>`. */
+  /** The template file audited, `synthesized <stack>` or `live stack <stack> (<region>)`. */
   readonly source: string;
   readonly items: readonly ChecklistItem[];
   readonly failed: boolean;
@@ -36,6 +42,8 @@ export interface AuditResult {
 export function parseAuditOptions(raw: unknown): AuditOptions {
   const parsed = AuditOptionsSchema.safeParse(raw);
   if (!parsed.success) throw new UsageError(parsed.error.issues.map((i) => i.message).join('; '));
+  if (parsed.data.live === true && parsed.data.template !== undefined)
+    throw new UsageError('--live audits the deployed stack: it cannot be combined with --template');
   return parsed.data;
 }
 
@@ -86,6 +94,20 @@ export function runAudit(options: AuditOptions, ctx: CliContext): AuditResult {
   return { source: `synthesized ${stackName}`, items, failed: auditFailed(items) };
 }
 
+/** Audits the stage's deployed stack through the AWS APIs, plus the pipeline config it was deployed from. */
+export async function runLiveAudit(ctx: CliContext): Promise<AuditResult> {
+  const answers = await readLiveStack(ctx.clients, ctx.stackName, (line) =>
+    ctx.err(`audit --live: ${line}`),
+  ).catch((error: unknown) => {
+    // CommandFailedError takes no cause: the missing stack is the whole story.
+    if (error instanceof LiveStackNotFoundError)
+      throw new CommandFailedError(`${error.message}: is stage "${ctx.stage}" deployed?`);
+    throw error;
+  });
+  const items = [...auditLive(answers), ...auditPipelineConfig(ctx.config)];
+  return { source: `live stack ${ctx.stackName} (${ctx.region})`, items, failed: auditFailed(items) };
+}
+
 /** The human checklist: one row per rule; a passing rule shows how many resources it checked. */
 export function renderChecklist(items: readonly ChecklistItem[]): string {
   return renderTable(
@@ -103,13 +125,17 @@ export function renderChecklist(items: readonly ChecklistItem[]): string {
 export const register: RegisterCommand = (program, context) => {
   program
     .command('audit')
-    .description('audit the pipeline (or any CloudFormation template) against the worker-queue checklist')
+    .description(
+      'audit the pipeline (synthesized, deployed with --live, or any CloudFormation template) against the worker-queue checklist',
+    )
     .option('--template <path>', 'a synthesized CloudFormation template (JSON) to audit instead of this app')
+    .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
     .option('--json', 'print the checklist as JSON')
-    .action((raw: unknown) => {
-      const options = parseAuditOptions(raw);
+    .action(async (_raw: unknown, cmd: Command) => {
+      // With globals: `tenang audit --json` hands --json to the program's own option.
+      const options = parseAuditOptions(cmd.optsWithGlobals());
       const ctx = context();
-      const result = runAudit(options, ctx);
+      const result = options.live === true ? await runLiveAudit(ctx) : runAudit(options, ctx);
       ctx.out(
         options.json === true
           ? JSON.stringify(result, null, 2)

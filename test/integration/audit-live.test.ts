@@ -1,0 +1,198 @@
+/**
+ * `tenang audit --live` against the whole local platform (its own moto, the Lambda control
+ * plane): the deployed stack passes the checklist except for the documented emulator
+ * limitations, and breaking one thing live fails the matching rule with exit 1.
+ * One platform for the file (~25 s to provision).
+ */
+import {
+  CloudWatchClient,
+  DeleteAlarmsCommand,
+  DescribeAlarmsCommand,
+  PutMetricAlarmCommand,
+  type MetricAlarm,
+  type PutMetricAlarmCommandInput,
+} from '@aws-sdk/client-cloudwatch';
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  SetQueueAttributesCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { run } from '../../bin/tenang';
+import type { ChecklistItem } from '../../lib/infra/audit/checklist';
+import type { LocalPlatform } from '../../lib/local/platform';
+import { startTestPlatform } from '../helpers/local-platform';
+
+jest.setTimeout(180_000);
+
+const STAGE = 'dev';
+
+interface LiveAudit {
+  readonly code: number;
+  readonly err: string;
+  readonly source: string;
+  readonly items: Record<string, ChecklistItem>;
+}
+
+describe('CLI: tenang audit --live (whole local platform)', () => {
+  let platform: LocalPlatform;
+  let sqs: SQSClient;
+  let cloudwatch: CloudWatchClient;
+  const savedEnv = { ...process.env };
+
+  async function auditLive(): Promise<LiveAudit> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await run(['audit', '--live', '--json'], {
+      out: (t) => out.push(t),
+      err: (t) => err.push(t),
+    });
+    const parsed = JSON.parse(out.join('\n')) as { source: string; items: ChecklistItem[] };
+    return {
+      code,
+      err: err.join('\n'),
+      source: parsed.source,
+      items: Object.fromEntries(parsed.items.map((i) => [i.ruleId, i])),
+    };
+  }
+
+  beforeAll(async () => {
+    ({ platform } = await startTestPlatform());
+    process.env.AWS_ENDPOINT_URL_LAMBDA = platform.control.url;
+    process.env.TENANG_STAGE = STAGE;
+    process.env.TENANG_ACTOR = 'jest';
+    const config = { endpoint: platform.env.endpoint, region: platform.env.region };
+    sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
+    cloudwatch = new CloudWatchClient(config);
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+    for (const c of [sqs, cloudwatch]) c?.destroy();
+    process.env = savedEnv;
+  });
+
+  async function queueUrl(name: string): Promise<string> {
+    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: name }));
+    if (QueueUrl === undefined) throw new Error(`no queue ${name}`);
+    return QueueUrl;
+  }
+
+  /** The rules a deployed stack passes on AWS but fails on the emulator, and why (see the test below). */
+  const EMULATOR_FAILURES = ['Tenang-I1', 'Tenang-L1'];
+
+  it('when the stack is deployed as the app defines it, every live rule passes except the documented emulator limitations', async () => {
+    // Act
+    const result = await auditLive();
+
+    // Assess
+    expect(result.source).toBe(`live stack tenang-${STAGE} (${platform.env.region})`);
+    const failing = Object.values(result.items).filter((i) => i.status === 'fail' && i.level === 'error');
+    // moto 5.2.1's CloudFormation ignores a table's TimeToLiveSpecification (DescribeTimeToLive
+    // answers DISABLED), so the TTL rules fail here though the template sets TTL; on AWS they pass.
+    expect(failing.map((i) => i.ruleId).sort()).toEqual(EMULATOR_FAILURES);
+    for (const id of EMULATOR_FAILURES) expect(result.items[id]?.why).toMatch(/TTL not enabled/);
+    expect(result.code).toBe(1);
+    for (const id of [
+      'Tenang-D2',
+      'Tenang-D3',
+      'Tenang-R3',
+      'Tenang-O3-QueueAge',
+      'Tenang-O3-DlqDepth',
+      'Tenang-P1',
+    ])
+      expect(result.items[id]?.status).toBe('pass');
+    // The emulator attaches stream mappings to their on-failure queue; the deployed template's
+    // tenang:stream-arn metadata makes them stream mappings again, as on AWS.
+    expect(result.items['Tenang-R6']).toMatchObject({ status: 'pass' });
+    expect(result.items['Tenang-R6']?.resources).toHaveLength(2);
+    expect(result.items['Tenang-D4']?.status).toBe('not-checkable');
+    // moto's CloudFormation skips alarms (the platform creates them with PutMetricAlarm), so P1
+    // covers the alarms that watch a stack resource; on AWS the stack's own alarms count too.
+    expect(result.items['Tenang-P1']?.resources).toContain(
+      `alarm tenang-${STAGE}-payment-consumer-oldest-age`,
+    );
+    expect(result.err).toContain(`audit --live: listing the resources of stack tenang-${STAGE}`);
+    expect(result.err).toContain('audit --live: reading the alarms of the account and region');
+  });
+
+  it("when a queue's visibility timeout is lowered live, D2 fails naming the queue and the audit exits 1", async () => {
+    // Prepare
+    const url = await queueUrl(`tenang-${STAGE}-notification-send`);
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }),
+    );
+    const original = Attributes?.VisibilityTimeout ?? '';
+    expect(Number(original)).toBeGreaterThan(10);
+    await sqs.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: '10' } }));
+
+    try {
+      // Act
+      const result = await auditLive();
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.items['Tenang-D2']).toMatchObject({
+        status: 'fail',
+        resources: [`queue tenang-${STAGE}-notification-send`],
+      });
+      expect(result.items['Tenang-D2']?.why).toMatch(
+        new RegExp(
+          `^queue tenang-${STAGE}-notification-send: visibility timeout 10 s < 6 × function tenang-${STAGE}-notification-consumer timeout \\d+ s`,
+        ),
+      );
+      expect(result.err).toContain('Tenang-D2');
+    } finally {
+      await sqs.send(
+        new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: original } }),
+      );
+    }
+  });
+
+  it('when a queue age alarm is deleted live, O3-QueueAge fails naming the queue and the audit exits 1', async () => {
+    // Prepare
+    const name = `tenang-${STAGE}-inventory-consumer-oldest-age`;
+    const { MetricAlarms = [] } = await cloudwatch.send(new DescribeAlarmsCommand({ AlarmNames: [name] }));
+    const saved: MetricAlarm | undefined = MetricAlarms[0];
+    expect(saved?.MetricName).toBe('ApproximateAgeOfOldestMessage');
+    await cloudwatch.send(new DeleteAlarmsCommand({ AlarmNames: [name] }));
+
+    try {
+      // Act
+      const result = await auditLive();
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.items['Tenang-O3-QueueAge']).toMatchObject({
+        status: 'fail',
+        resources: [`queue tenang-${STAGE}-inventory-reserve`],
+        why: `queue tenang-${STAGE}-inventory-reserve: has no ApproximateAgeOfOldestMessage alarm`,
+      });
+    } finally {
+      if (saved !== undefined) await cloudwatch.send(new PutMetricAlarmCommand(restorable(saved)));
+    }
+  });
+});
+
+/** The PutMetricAlarm input that recreates a described alarm. */
+function restorable(alarm: MetricAlarm): PutMetricAlarmCommandInput {
+  return {
+    AlarmName: alarm.AlarmName,
+    AlarmDescription: alarm.AlarmDescription,
+    ActionsEnabled: alarm.ActionsEnabled,
+    AlarmActions: alarm.AlarmActions,
+    OKActions: alarm.OKActions,
+    InsufficientDataActions: alarm.InsufficientDataActions,
+    Namespace: alarm.Namespace,
+    MetricName: alarm.MetricName,
+    Dimensions: alarm.Dimensions,
+    Statistic: alarm.Statistic,
+    Period: alarm.Period,
+    Metrics: alarm.Metrics,
+    EvaluationPeriods: alarm.EvaluationPeriods,
+    DatapointsToAlarm: alarm.DatapointsToAlarm,
+    Threshold: alarm.Threshold,
+    ComparisonOperator: alarm.ComparisonOperator,
+    TreatMissingData: alarm.TreatMissingData,
+  };
+}
