@@ -8,7 +8,9 @@ import * as path from 'node:path';
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { listStackResources, type DeployedResource } from '../adapters/aws/deployment';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { provisionAlarms, type ProvisionedAlarms } from './alarm-provisioner';
+import { provisionTimeToLive } from './ttl-provisioner';
 import { readTemplate, type ResolveContext } from './template';
 import { stackName } from '../infra/app';
 import { STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
@@ -125,6 +127,13 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
     );
     log("creating the alarms (the emulator's CloudFormation skips them)…");
     const alarms = await provisionAlarms(cloudwatch, context);
+    log("turning on the tables' time to live (the emulator's CloudFormation skips it)…");
+    const dynamodb = new DynamoDBClient(clientConfig);
+    try {
+      await provisionTimeToLive(dynamodb, context);
+    } finally {
+      dynamodb.destroy();
+    }
     return { stackName: stackName(stage), assemblyDir, context, alarms };
   } finally {
     cfn.destroy();

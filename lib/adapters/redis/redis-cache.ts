@@ -100,6 +100,18 @@ export interface RedisCacheOptions {
   readonly ready?: () => Promise<void>;
 }
 
+/** Options of a prefix eviction. */
+export interface PrefixEvictionOptions {
+  /** SCAN COUNT hint: keys looked at per round trip. @default 500 */
+  readonly count?: number;
+  /** Keys to leave alone, e.g. the hot keys a flush has just warmed. @default none */
+  readonly keep?: ReadonlySet<string>;
+  /** Count the values that would be evicted without deleting any. @default false */
+  readonly dryRun?: boolean;
+  /** Called after each SCAN batch with the running totals (progress of a long scan). @default none */
+  readonly onBatch?: (progress: PrefixEviction) => void;
+}
+
 /** Result of a prefix eviction. */
 export interface PrefixEviction {
   /** Keys under the prefix that SCAN returned. */
@@ -167,10 +179,7 @@ export class RedisCache implements VersionedCache {
    * the keyspace with SCAN so Redis is never blocked. Tombstones stay: deleting them would let a
    * read in flight put back a value an invalidation has just fenced off.
    */
-  public async evictByPrefix(
-    prefix: string,
-    options: { readonly count?: number } = {},
-  ): Promise<PrefixEviction> {
+  public async evictByPrefix(prefix: string, options: PrefixEvictionOptions = {}): Promise<PrefixEviction> {
     if (prefix.length === 0) throw new RangeError('evictByPrefix needs a non-empty prefix');
     const match = `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}*`;
     let cursor = '0';
@@ -182,16 +191,23 @@ export class RedisCache implements VersionedCache {
       );
       cursor = next;
       scanned += keys.length;
-      if (keys.length > 0) {
+      const targets = options.keep === undefined ? keys : keys.filter((key) => !options.keep?.has(key));
+      if (targets.length > 0) {
         const pipeline = this.redis.pipeline();
-        for (const key of keys) (pipeline as ChainableCommander & TenangPipeline).tenangEvictValue(key);
+        for (const key of targets) {
+          if (options.dryRun === true) pipeline.get(key);
+          else (pipeline as ChainableCommander & TenangPipeline).tenangEvictValue(key);
+        }
         const results = await this.call('evict', () => pipeline.exec());
-        for (const [error, deleted] of results ?? []) {
+        for (const [error, reply] of results ?? []) {
           if (error !== null)
             throw new CacheUnavailableError(`Redis evict failed: ${error.message}`, { cause: error });
-          if (deleted === 1) evicted += 1;
+          // A dry run counts what EVICT_VALUE would delete: cached values only.
+          if (options.dryRun === true ? typeof reply === 'string' && reply.startsWith('v:') : reply === 1)
+            evicted += 1;
         }
       }
+      options.onBatch?.({ scanned, evicted });
     } while (cursor !== '0');
     return { scanned, evicted };
   }

@@ -1,10 +1,25 @@
 /** Every drill, by name (`tenang drill --list`). */
 import { backlog } from './backlog';
+import { dlqNotEmpty } from './dlq-not-empty';
 import type { Drill } from './drill';
+import { duplicates } from './duplicates';
+import { flagReconciler } from './flag-reconciler';
+import { pauseOverdue } from './pause-overdue';
 import { retryStorm } from './retry-storm';
+import { stuckJobs } from './stuck-jobs';
+import { stuckLock } from './stuck-lock';
 
 /** The drills, in the order `tenang drill --list` shows them. */
-export const DRILLS: readonly Drill[] = [retryStorm, backlog];
+export const DRILLS: readonly Drill[] = [
+  retryStorm,
+  backlog,
+  dlqNotEmpty,
+  stuckLock,
+  stuckJobs,
+  duplicates,
+  pauseOverdue,
+  flagReconciler,
+];
 
 /** The drill named `name`, or undefined. */
 export function drillNamed(name: string): Drill | undefined {
