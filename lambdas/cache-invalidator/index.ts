@@ -95,6 +95,7 @@ export function createHandler(
       return;
     }
     const invalidations = keysForOrderChange(deps.keyspace, oldFields, newFields);
+    crash('before-invalidation');
     try {
       const results = await invalidateKeys(deps.cache, invalidations, deps.settings, () =>
         crash('during-invalidation'),

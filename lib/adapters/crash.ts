@@ -7,7 +7,13 @@
  */
 
 /** Named points where a job can be made to crash. */
-export type CrashPoint = 'before-side-effect' | 'after-side-effect' | 'after-commit' | 'during-invalidation';
+export type CrashPoint =
+  | 'before-side-effect'
+  | 'after-side-effect'
+  | 'after-commit'
+  | 'before-invalidation'
+  | 'during-invalidation'
+  | 'before-enqueue';
 
 /** A crash hook; the core calls it at each point. */
 export type CrashHook = (point: CrashPoint) => void;

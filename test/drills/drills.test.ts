@@ -16,10 +16,11 @@ const results = new Map<string, DrillResult>();
 
 describe('Drills: each runbook executed against its incident', () => {
   let platform: LocalPlatform;
+  let lines: string[];
   const savedEnv = { ...process.env };
 
   beforeAll(async () => {
-    ({ platform } = await startTestPlatform());
+    ({ platform, lines } = await startTestPlatform());
   });
 
   afterAll(async () => {
@@ -31,6 +32,7 @@ describe('Drills: each runbook executed against its incident', () => {
     'drill %s (runbooks/%s.md): recovers with nothing lost and nothing done twice',
     async (_name, _runbook, drill) => {
       // Act
+      const firstLine = lines.length;
       const result = await runDrill(drill, {
         platform,
         cli: async (argv, env) => {
@@ -43,7 +45,10 @@ describe('Drills: each runbook executed against its incident', () => {
       results.set(drill.name, result);
 
       // Assess
-      if (!result.passed) throw new Error(renderDrillResult(result));
+      if (!result.passed) {
+        const output = lines.slice(firstLine).slice(-60).join('\n');
+        throw new Error(`${renderDrillResult(result)}\n\nlast lines the functions printed:\n${output}`);
+      }
       expect(result.steps.length).toBeGreaterThan(0);
       expect(result.checks.every((c) => c.ok)).toBe(true);
     },

@@ -9,16 +9,17 @@ import type { PipelineConfig } from '../../config';
 import { RUNBOOK } from '../observability';
 import { checklistItem, type AuditLevel, type ChecklistItem, type ItemFinding } from './checklist';
 import { RULE_PREFIX } from './rules';
+import { DRILL_CATALOG, type DrillInfo } from '../../ops/drills/catalog';
 
 /** The project root (lib/infra/audit → ../../..). */
 const PROJECT_ROOT = path.join(__dirname, '..', '..', '..');
 
-/** Where the config audit looks for runbooks and drills. */
+/** Where the config audit looks for runbooks, and which drills exist. */
 export interface ConfigAuditOptions {
   /** @default <project>/runbooks */
   readonly runbooksDir?: string;
-  /** Drills (tests that execute a runbook's steps) name the runbook file they drill. @default <project>/test/chaos */
-  readonly drillsDir?: string;
+  /** The drills (lib/ops/drills, run by test/drills and `tenang drill`). @default DRILL_CATALOG */
+  readonly drills?: readonly DrillInfo[];
 }
 
 /** A rule over the pipeline config. */
@@ -31,17 +32,21 @@ interface ConfigRule {
 }
 
 /** Every consumer (job type or stream consumer) with its config path. */
-function consumers(config: PipelineConfig): { at: string; name: string; owner: string; runbook: string }[] {
+function consumers(
+  config: PipelineConfig,
+): { at: string; name: string; consumer: string; owner: string; runbook: string }[] {
   return [
     ...config.jobTypes.map((j, i) => ({
       at: `jobTypes[${i}]`,
       name: j.name,
+      consumer: j.consumer,
       owner: j.owner,
       runbook: j.runbook,
     })),
     ...config.streamConsumers.map((s, i) => ({
       at: `streamConsumers[${i}]`,
       name: s.consumer,
+      consumer: s.consumer,
       owner: s.owner,
       runbook: s.runbook,
     })),
@@ -53,15 +58,6 @@ function runbooks(config: PipelineConfig): Map<string, string> {
   const named = new Map<string, string>(Object.values(RUNBOOK).map((r) => [r, 'alarms']));
   for (const c of consumers(config)) named.set(c.runbook, `${c.at}.runbook`);
   return named;
-}
-
-/** Every file under a directory, recursively (none when it does not exist). */
-function filesUnder(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile())
-    .map((e) => path.join(e.parentPath, e.name));
 }
 
 const CONFIG_RULES: readonly ConfigRule[] = [
@@ -99,17 +95,24 @@ const CONFIG_RULES: readonly ConfigRule[] = [
   {
     ruleId: `${RULE_PREFIX}-P2-Drill`,
     featureId: 'P2',
-    title: 'Every runbook is drilled: a test under the drills directory names runbooks/<name>.md.',
-    // A warning until the drills exist (Operations issue): it shows the gap without failing CI.
-    level: 'warning',
+    title:
+      "Every runbook is drilled: a drill executes it, and each consumer's fact sheet is covered by a drill that exercises the consumer.",
+    level: 'error',
     check: (config, dirs) => {
-      const drills = filesUnder(dirs.drillsDir).map((f) => fs.readFileSync(f, 'utf8'));
+      const byRunbook = new Map<string, string[]>();
+      const add = (runbook: string, drill: string): void => {
+        byRunbook.set(runbook, [...(byRunbook.get(runbook) ?? []), drill]);
+      };
+      for (const d of dirs.drills) add(d.runbook, d.name);
+      for (const c of consumers(config))
+        for (const d of dirs.drills)
+          if (d.consumers.includes(c.consumer) && d.runbook !== c.runbook) add(c.runbook, d.name);
       return [...runbooks(config)].map(([runbook, by]) => {
-        const ok = drills.some((text) => text.includes(`runbooks/${runbook}.md`));
+        const drills = byRunbook.get(runbook) ?? [];
         return {
           resource: by,
-          compliant: ok,
-          why: `runbooks/${runbook}.md ${ok ? 'is drilled' : 'has no drill'}`,
+          compliant: drills.length > 0,
+          why: `runbooks/${runbook}.md ${drills.length > 0 ? `is drilled by ${[...new Set(drills)].join(', ')}` : 'has no drill'}`,
         };
       });
     },
@@ -138,7 +141,7 @@ export function auditPipelineConfig(
 ): ChecklistItem[] {
   const dirs: Required<ConfigAuditOptions> = {
     runbooksDir: options.runbooksDir ?? path.join(PROJECT_ROOT, 'runbooks'),
-    drillsDir: options.drillsDir ?? path.join(PROJECT_ROOT, 'test', 'chaos'),
+    drills: options.drills ?? DRILL_CATALOG,
   };
   return CONFIG_RULES.map((rule) => checklistItem(rule, rule.check(config, dirs)));
 }

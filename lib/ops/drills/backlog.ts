@@ -3,6 +3,7 @@
  * queue grows and its oldest message ages. The runbook reads the status, resumes, and watches the
  * queue drain with every job done once.
  */
+import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import {
   consumerStatus,
@@ -16,10 +17,7 @@ import {
 } from './support';
 
 export const backlog: Drill = {
-  name: 'backlog',
-  runbook: 'backlog',
-  incident: 'the notification consumer is paused for maintenance while paid orders keep arriving',
-  consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
+  ...drillInfo('backlog'),
   async run(ctx) {
     const notifications = jobTarget(ctx, 'notification.send');
     const paused = await ctx.tenang([

@@ -11,6 +11,7 @@ import { SendMessageCommand, type MessageAttributeValue } from '@aws-sdk/client-
 import { DLQ_ATTRIBUTE } from '../../adapters/aws/sqs-job-runner';
 import { makeEnvelope } from '../../core/envelope';
 import { paymentCaptureKey } from '../../core/payment';
+import { drillInfo } from './catalog';
 import type { Drill, DrillContext } from './drill';
 import {
   createOrder,
@@ -66,10 +67,7 @@ async function deadLetterCapture(
 }
 
 export const dlqNotEmpty: Drill = {
-  name: 'dlq-not-empty',
-  runbook: 'dlq-not-empty',
-  incident: 'the payments DLQ holds a poison message, an exhausted capture and a capture already done',
-  consumers: ['payment-consumer'],
+  ...drillInfo('dlq-not-empty'),
   async run(ctx) {
     const payments = jobTarget(ctx, 'payment.capture');
     // A poison message goes through the real consumer, which dead-letters it on its first attempt.

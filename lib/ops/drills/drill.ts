@@ -10,6 +10,7 @@ import type { PipelineConfig } from '../../config';
 import { stageConfig } from '../../adapters/lambda-env';
 import type { LocalPlatform } from '../../local/platform';
 import { callApi, type ApiAnswer } from '../../local/traffic';
+import type { DrillInfo } from './catalog';
 
 /** What one CLI command answered. */
 export interface CliAnswer {
@@ -54,16 +55,8 @@ export interface DrillContext {
   check(name: string, ok: boolean, detail: string): DrillCheck;
 }
 
-/** A drill. */
-export interface Drill {
-  /** `tenang drill <name>`. */
-  readonly name: string;
-  /** The runbook it executes: runbooks/<runbook>.md. */
-  readonly runbook: string;
-  /** The incident, in one line. */
-  readonly incident: string;
-  /** Consumers whose fact sheets this drill exercises. */
-  readonly consumers: readonly string[];
+/** A drill: its catalog entry (catalog.ts) and the code that plays it. */
+export interface Drill extends DrillInfo {
   /** Creates the incident, runs the runbook's commands, returns the checks. */
   run(ctx: DrillContext): Promise<readonly DrillCheck[]>;
 }

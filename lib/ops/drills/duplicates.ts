@@ -7,6 +7,7 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { makeEnvelope } from '../../core/envelope';
 import { paymentCaptureKey } from '../../core/payment';
+import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import { createOrder, jobTarget, ledgerEntriesFor, orderStates, queueDepth, seedSku } from './support';
 
@@ -14,10 +15,7 @@ import { createOrder, jobTarget, ledgerEntriesFor, orderStates, queueDepth, seed
 const COPIES = 8;
 
 export const duplicates: Drill = {
-  name: 'duplicates',
-  runbook: 'duplicates',
-  incident: `each payment is sent ${COPIES} times with its key, again with fresh keys, and delivered twice by SQS`,
-  consumers: ['payment-consumer', 'ingress'],
+  ...drillInfo('duplicates'),
   async run(ctx) {
     const payments = jobTarget(ctx, 'payment.capture');
     const sku = `sku-${ctx.runId}`;

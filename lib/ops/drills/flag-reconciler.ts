@@ -6,6 +6,7 @@
  */
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { drillInfo } from './catalog';
 import type { Drill, DrillCheck, DrillContext } from './drill';
 import {
   consumerStatus,
@@ -17,10 +18,7 @@ import {
 } from './support';
 
 export const flagReconciler: Drill = {
-  name: 'flag-reconciler',
-  runbook: 'flag-reconciler',
-  incident: 'the flag reconciler stops running while a pause flag is set directly in SSM',
-  consumers: ['flag-reconciler', 'notification-consumer'],
+  ...drillInfo('flag-reconciler'),
   async run(ctx) {
     try {
       return await drill(ctx);

@@ -6,6 +6,7 @@ import { duplicates } from './duplicates';
 import { flagReconciler } from './flag-reconciler';
 import { pauseOverdue } from './pause-overdue';
 import { retryStorm } from './retry-storm';
+import { staleCache } from './stale-cache';
 import { stuckJobs } from './stuck-jobs';
 import { stuckLock } from './stuck-lock';
 
@@ -19,6 +20,7 @@ export const DRILLS: readonly Drill[] = [
   duplicates,
   pauseOverdue,
   flagReconciler,
+  staleCache,
 ];
 
 /** The drill named `name`, or undefined. */

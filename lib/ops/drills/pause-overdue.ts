@@ -4,6 +4,7 @@
  * there): it alarms, and the runbook resumes it once the cause is gone, or extends it with a reason.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import {
   consumerStatus,
@@ -15,10 +16,7 @@ import {
 } from './support';
 
 export const pauseOverdue: Drill = {
-  name: 'pause-overdue',
-  runbook: 'pause-overdue',
-  incident: 'a short pause of the notification consumer was forgotten and has expired',
-  consumers: ['notification-consumer'],
+  ...drillInfo('pause-overdue'),
   async run(ctx) {
     const notifications = jobTarget(ctx, 'notification.send');
     const paused = await ctx.tenang([

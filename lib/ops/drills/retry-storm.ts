@@ -3,6 +3,7 @@
  * fails and comes back after its backoff. The runbook pauses the sheddable consumer instead of
  * letting it hammer the provider, and resumes it once the provider is back.
  */
+import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import {
   consumerStatus,
@@ -15,10 +16,7 @@ import {
 } from './support';
 
 export const retryStorm: Drill = {
-  name: 'retry-storm',
-  runbook: 'retry-storm',
-  incident: 'the messaging provider answers 503 to every request while orders keep being paid',
-  consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
+  ...drillInfo('retry-storm'),
   async run(ctx) {
     const messaging = ctx.platform.providers.messaging;
     const notifications = jobTarget(ctx, 'notification.send');

@@ -5,6 +5,7 @@
  * lets the visibility timeout hand the job back: it is captured once.
  */
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import {
   consumerStatus,
@@ -16,10 +17,7 @@ import {
 } from './support';
 
 export const stuckJobs: Drill = {
-  name: 'stuck-jobs',
-  runbook: 'stuck-jobs',
-  incident: 'a payment capture hangs until its function times out',
-  consumers: ['payment-consumer'],
+  ...drillInfo('stuck-jobs'),
   async run(ctx) {
     const payments = jobTarget(ctx, 'payment.capture');
     const job = ctx.config.jobTypes.find((j) => j.name === 'payment.capture');

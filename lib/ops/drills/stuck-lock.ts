@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { DynamoDbLockStore } from '../../adapters/aws/dynamodb-lock-store';
 import { DynamoDbInventoryStore } from '../../adapters/aws/dynamodb-inventory-store';
 import { skuLockResource } from '../../core/inventory';
+import { drillInfo } from './catalog';
 import type { Drill, DrillContext } from './drill';
 import { DRILL_STOCK, placePaidOrders, seedSku, tables } from './support';
 
@@ -41,10 +42,7 @@ async function crashedHolder(
 }
 
 export const stuckLock: Drill = {
-  name: 'stuck-lock',
-  runbook: 'stuck-lock',
-  incident: 'an inventory worker crashed holding the lease on a SKU that a paid order needs',
-  consumers: ['inventory-consumer'],
+  ...drillInfo('stuck-lock'),
   async run(ctx) {
     const store = lockStore(ctx);
     const inventory = new DynamoDbInventoryStore(ctx.dynamodb, tables(ctx).inventory);

@@ -1,8 +1,6 @@
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import type { PipelineConfig } from '../../../lib/config';
 import { auditFailed } from '../../../lib/infra/audit/checklist';
+import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
 import { auditPipelineConfig } from '../../../lib/infra/audit/config-audit';
 import { referenceConfig } from '../helpers';
 
@@ -82,26 +80,22 @@ describe('Function: auditPipelineConfig', () => {
     expect(result['Tenang-D1']).toBe('fail');
   });
 
-  it('when every runbook has a drill naming it, the drill rule passes; without drills it only warns', () => {
+  it('when every runbook has a drill (its own, or one exercising its consumer), the drill rule passes; a runbook without one fails it', () => {
     // Prepare
-    const drillsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-drills-'));
-    const runbooks = fs.readdirSync(path.join(__dirname, '..', '..', '..', 'runbooks'));
-    fs.writeFileSync(
-      path.join(drillsDir, 'all.test.ts'),
-      runbooks.map((r) => `// drills runbooks/${r}`).join('\n'),
-    );
-    const emptyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-no-drills-'));
+    const withoutRetryStorm = DRILL_CATALOG.filter((d) => d.runbook !== 'retry-storm');
 
     // Act
-    const drilled = auditPipelineConfig(referenceConfig(), { drillsDir });
-    const undrilled = auditPipelineConfig(referenceConfig(), { drillsDir: emptyDir });
+    const drilled = auditPipelineConfig(referenceConfig());
+    const undrilled = auditPipelineConfig(referenceConfig(), { drills: withoutRetryStorm });
 
     // Assess
-    expect(drilled.find((i) => i.ruleId === 'Tenang-P2-Drill')?.status).toBe('pass');
-    expect(undrilled.find((i) => i.ruleId === 'Tenang-P2-Drill')).toMatchObject({
-      status: 'fail',
-      level: 'warning',
+    expect(drilled.find((i) => i.ruleId === 'Tenang-P2-Drill')).toMatchObject({
+      status: 'pass',
+      level: 'error',
     });
-    expect(auditFailed(undrilled)).toBe(false);
+    const failing = undrilled.find((i) => i.ruleId === 'Tenang-P2-Drill');
+    expect(failing).toMatchObject({ status: 'fail', level: 'error' });
+    expect(failing?.why).toContain('runbooks/retry-storm.md has no drill');
+    expect(auditFailed(undrilled)).toBe(true);
   });
 });
