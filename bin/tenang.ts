@@ -127,7 +127,9 @@ export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = (
     return context;
   };
   program
-    .description('Operate a tenang pipeline: status, pause/resume, degrade mode, DLQ inspection and replay')
+    .description(
+      'Operate a tenang pipeline: status, pause/resume, degrade mode, DLQ inspection and replay, locks, cache invalidation, audit, drills',
+    )
     .addOption(
       new Option('--stage <name>', 'stage to operate').default(env.TENANG_STAGE ?? 'dev').env('TENANG_STAGE'),
     )
@@ -144,7 +146,13 @@ Endpoints come from the environment (AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_
 Examples:
   $ tenang status
   $ tenang pause notification-consumer --reason "provider outage" --for 30m
-  $ tenang dlq replay payment.capture --dry-run`,
+  $ tenang dlq replay payment.capture --dry-run
+  $ tenang lock list --orphans
+  $ tenang cache invalidate --entity order:123
+  $ tenang audit --live
+  $ tenang drill --list
+
+Runbooks: runbooks/README.md (every step there is one of these commands).`,
     );
   for (const register of COMMANDS) register(program, getContext);
   // Subcommands inherit the overrides: no command may exit the process.
