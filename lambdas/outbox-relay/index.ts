@@ -18,6 +18,7 @@ import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapter
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
 import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
+import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
 import { jobTypeByName, type PipelineConfig } from '../../lib/config';
@@ -57,6 +58,8 @@ export const OutboxRelayEnvSchema = z.object({
   INVENTORY_QUEUE_URL: z.url(),
   DEGRADE_FLAG: nonEmpty(),
   DEDUP_TABLE: nonEmpty(),
+  /** Crash injection points (local platform and chaos tests only). */
+  TENANG_CRASH_POINTS: z.optional(z.string()),
 });
 export type OutboxRelayEnv = z.infer<typeof OutboxRelayEnvSchema>;
 
@@ -78,6 +81,8 @@ export interface OutboxRelayDeps {
   readonly random?: Random;
   /** @default () => new Date() */
   readonly clock?: Clock;
+  /** @default noCrash */
+  readonly crash?: CrashHook;
 }
 
 /** Enqueues envelopes with SendMessage on the queue of their job type. */
@@ -114,6 +119,7 @@ export function createHandler(
 ): (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse> {
   const random = deps.random ?? Math.random;
   const clock = deps.clock ?? ((): Date => new Date());
+  const crash = deps.crash ?? noCrash;
 
   function report(logger: Logger, outcome: FollowUpOutcome): void {
     const { envelope } = outcome.followUp;
@@ -164,6 +170,8 @@ export function createHandler(
       );
     }
     const followUps = followUpsForOrderChange(oldState, order.data, clock());
+    // Before any claim: a crash here leaves no claim in flight, so a retry or replay sends at once.
+    crash('before-enqueue');
     const outcomes = await relayFollowUps(followUps, {
       dedup: deps.dedup,
       enqueue: deps.enqueue,
@@ -220,6 +228,7 @@ export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
     functionTimeoutSeconds: relay.function.timeoutSeconds,
     logger,
     metrics,
+    crash: crashHookFrom(env.TENANG_CRASH_POINTS),
   };
 }
 

@@ -1,15 +1,32 @@
 /**
- * The local Lambda control plane for event source mappings. On AWS the flag reconciler and
- * `tenang pause` flip a mapping's Enabled and the Lambda service polls accordingly. In moto an
- * enabled mapping would consume its queue by itself, so mappings stay disabled there, and this
- * small proxy in front of moto keeps each mapping's Enabled state instead: Get/Update/List of
- * event source mappings answer with that state; every other Lambda call goes to moto unchanged.
- * Functions and the CLI reach it through AWS_ENDPOINT_URL_LAMBDA; the local pollers read it.
+ * The local Lambda control plane: event source mappings' Enabled state, and Invoke. On AWS the
+ * flag reconciler and `tenang pause` flip a mapping's Enabled and the Lambda service polls
+ * accordingly. In moto an enabled mapping would consume its queue by itself, so mappings stay
+ * disabled there, and this small proxy in front of moto keeps each mapping's Enabled state
+ * instead: Get/Update/List of event source mappings answer with that state; every other Lambda
+ * call goes to moto unchanged, except Invoke: moto cannot run a function (it would need Docker),
+ * so when an `invoke` hook is given the platform's function hosts serve it here. Functions and
+ * the CLI reach it through AWS_ENDPOINT_URL_LAMBDA; the local pollers read it.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { InvokeResult } from './function-host';
 
 const ESM_PATH = /^\/2015-03-31\/event-source-mappings\/?([0-9a-fA-F-]{36})?\/?(\?.*)?$/;
+const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/?]+)\/invocations\/?(\?.*)?$/;
+
+/** Runs a function for the Invoke API; undefined when no such function is deployed. */
+export type ControlInvoke = (functionName: string, payload: unknown) => Promise<InvokeResult | undefined>;
+
+/**
+ * The function name of an Invoke's FunctionName: a name, `name:qualifier`, a partial ARN
+ * (`123456789012:function:name`) or a full ARN, each with an optional qualifier.
+ */
+export function functionNameOf(reference: string): string {
+  const parts = reference.split(':');
+  const at = parts.indexOf('function');
+  return (at >= 0 ? parts[at + 1] : parts[0]) ?? reference;
+}
 
 /** A running control plane. */
 export interface LambdaControl {
@@ -29,6 +46,8 @@ export async function startLambdaControl(opts: {
   readonly upstream: string;
   /** Enabled state of a mapping nobody has set yet (AWS creates them enabled). @default true */
   readonly initiallyEnabled?: boolean;
+  /** Serves Invoke (RequestResponse). @default - Invoke goes to moto, which cannot run functions */
+  readonly invoke?: ControlInvoke;
 }): Promise<LambdaControl> {
   const upstream = new URL(opts.upstream);
   const enabled = new Map<string, boolean>();
@@ -67,12 +86,72 @@ export async function startLambdaControl(opts: {
     res.end(text);
   };
 
+  /** AWS's error answer: the error code in x-amzn-ErrorType, where the SDK reads it. */
+  const awsError = (res: http.ServerResponse, status: number, code: string, message: string): void => {
+    const text = JSON.stringify({ Type: 'User', message });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      'x-amzn-errortype': code,
+    });
+    res.end(text);
+  };
+
+  /** Invoke as AWS answers it: a function error is still 200, flagged by X-Amz-Function-Error. */
+  const serveInvoke = async (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    invoke: ControlInvoke,
+    reference: string,
+    body: Buffer,
+  ): Promise<void> => {
+    if (req.method !== 'POST') return awsError(res, 405, 'MethodNotAllowedException', 'Invoke is a POST');
+    const type = String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse');
+    if (type !== 'RequestResponse') {
+      return awsError(
+        res,
+        400,
+        'InvalidParameterValueException',
+        `the local control plane serves RequestResponse invocations only, not ${type}`,
+      );
+    }
+    let payload: unknown = {};
+    if (body.length > 0) {
+      try {
+        payload = JSON.parse(body.toString()) as unknown;
+      } catch {
+        return awsError(res, 400, 'InvalidRequestContentException', 'Could not parse request body into json');
+      }
+    }
+    const name = functionNameOf(reference);
+    const result = await invoke(name, payload);
+    if (result === undefined)
+      return awsError(res, 404, 'ResourceNotFoundException', `Function not found: ${reference}`);
+    const failed = result.status !== 'ok';
+    const text = JSON.stringify(
+      failed
+        ? { errorType: result.errorType, errorMessage: result.errorMessage, trace: [] }
+        : (result.result ?? null),
+    );
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      'x-amz-executed-version': '$LATEST',
+      ...(failed ? { 'x-amz-function-error': 'Unhandled' } : {}),
+    });
+    res.end(text);
+  };
+
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       void (async (): Promise<void> => {
         const body = Buffer.concat(chunks);
+        const invocation = INVOKE_PATH.exec(req.url ?? '');
+        if (invocation !== null && opts.invoke !== undefined) {
+          return serveInvoke(req, res, opts.invoke, decodeURIComponent(invocation[1] ?? ''), body);
+        }
         const match = ESM_PATH.exec(req.url ?? '');
         if (match === null) {
           const r = await forward(req, body);

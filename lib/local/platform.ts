@@ -94,7 +94,16 @@ export class LocalPlatform {
       lambda.destroy();
       dynamodb.destroy();
 
-      const control = await startLambdaControl({ upstream: env.endpoint });
+      // Created so the platform's stop() can close it even if a later step fails. Bound late: the
+      // control plane's Invoke (e.g. `tenang dlq replay`) reaches the function hosts made below.
+      let platform: LocalPlatform | undefined = undefined;
+      const control = await startLambdaControl({
+        upstream: env.endpoint,
+        invoke: (fn, payload) => {
+          if (platform === undefined) return Promise.reject(new Error('platform not started'));
+          return platform.hosts.has(fn) ? platform.invoke(fn, payload) : Promise.resolve(undefined);
+        },
+      });
       started.push(control);
       const payment = await startFakeProvider({ kind: 'charges' });
       started.push(payment);
@@ -113,8 +122,6 @@ export class LocalPlatform {
         [PROVIDER_VARIABLES.payment]: payment.url,
         [PROVIDER_VARIABLES.messaging]: messaging.url,
       };
-      // Created so the platform's stop() can close it even if a later step fails.
-      let platform: LocalPlatform | undefined = undefined;
       const cloudwatch = new CloudWatchClient(config);
       const alarms = new AlarmEvaluator({
         ...opts.alarms,

@@ -7,6 +7,7 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
@@ -35,6 +36,7 @@ export class CommandFailedError extends Error {
 export interface CliClients {
   readonly sqs: SQSClient;
   readonly dynamodb: DynamoDBClient;
+  readonly streams: DynamoDBStreamsClient;
   readonly ssm: SSMClient;
   readonly lambda: LambdaClient;
   readonly cloudwatch: CloudWatchClient;
@@ -95,6 +97,8 @@ export function contextFromEnv(
       // SQS through the configured endpoint: deployed queue URLs name the regional host.
       sqs: new SQSClient({ ...base('SQS'), useQueueUrlAsEndpoint: false }),
       dynamodb: new DynamoDBClient(base('DYNAMODB')),
+      // The SDK's own variable for this service is AWS_ENDPOINT_URL_DYNAMODB_STREAMS.
+      streams: new DynamoDBStreamsClient(base('DYNAMODB_STREAMS')),
       ssm: new SSMClient(base('SSM')),
       lambda: new LambdaClient(base('LAMBDA')),
       cloudwatch: new CloudWatchClient(base('CLOUDWATCH')),

@@ -7,6 +7,7 @@ import { flagReconciler } from './flag-reconciler';
 import { pauseOverdue } from './pause-overdue';
 import { retryStorm } from './retry-storm';
 import { staleCache } from './stale-cache';
+import { streamFailures } from './stream-failures';
 import { stuckJobs } from './stuck-jobs';
 import { stuckLock } from './stuck-lock';
 
@@ -21,6 +22,7 @@ export const DRILLS: readonly Drill[] = [
   pauseOverdue,
   flagReconciler,
   staleCache,
+  streamFailures,
 ];
 
 /** The drill named `name`, or undefined. */

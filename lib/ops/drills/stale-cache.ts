@@ -6,19 +6,15 @@
  */
 import type { Drill, DrillContext } from './drill';
 import { drillInfo } from './catalog';
-import { consumerStatus, createOrder, orderStates, payOrder, queueDepth, seedSku } from './support';
-
-/** An order as GET /orders/{id} answers it, with its X-Cache header. */
-async function readOrder(
-  ctx: DrillContext,
-  orderId: string,
-): Promise<{ state: string; version: number; cache: string }> {
-  const answer = await ctx.api('GET', `/orders/${orderId}`);
-  const body = answer.body as { state?: string; version?: number } | undefined;
-  if (answer.status !== 200 || body?.state === undefined || body.version === undefined)
-    throw new Error(`GET /orders/${orderId} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
-  return { state: body.state, version: body.version, cache: answer.headers?.get('x-cache') ?? '-' };
-}
+import {
+  consumerStatus,
+  createOrder,
+  orderStates,
+  payOrder,
+  queueDepth,
+  readOrder,
+  seedSku,
+} from './support';
 
 /** Makes every invocation of the cache invalidator crash until `lost` resolves; returns the on-failure depth. */
 export async function loseInvalidations(

@@ -240,3 +240,15 @@ export async function consumerStatus(
   if (row === undefined) throw new Error(`tenang status has no row for ${consumer}`);
   return row;
 }
+
+/** An order as GET /orders/{id} answers it, with its X-Cache header. */
+export async function readOrder(
+  ctx: DrillContext,
+  orderId: string,
+): Promise<{ state: string; version: number; cache: string }> {
+  const answer = await ctx.api('GET', `/orders/${orderId}`);
+  const body = answer.body as { state?: string; version?: number } | undefined;
+  if (answer.status !== 200 || body?.state === undefined || body.version === undefined)
+    throw new Error(`GET /orders/${orderId} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+  return { state: body.state, version: body.version, cache: answer.headers?.get('x-cache') ?? '-' };
+}

@@ -1,0 +1,238 @@
+/**
+ * `tenang dlq list|replay outbox-relay` on the whole local platform (its own moto, the bundled
+ * functions, the Lambda control plane serving Invoke): the outbox relay crashes on every paid
+ * order until its mapping gives the batches up to the on-failure queue (metadata only); the CLI
+ * lists them, dry-runs, then reads the records back from the stream and invokes the relay, and
+ * each paid order ends up with exactly one notification and one reservation.
+ */
+import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { run } from '../../bin/tenang';
+import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import type { LocalPlatform } from '../../lib/local/platform';
+import { readOrderStates } from '../../lib/local/scenario-facts';
+import type { StreamEventSource } from '../../lib/local/stream-event-source';
+import { callApi } from '../../lib/local/traffic';
+import { until } from '../../lib/ops/drills/drill';
+import { queueDepth } from '../../lib/ops/drills/support';
+import { startTestPlatform } from '../helpers/local-platform';
+
+jest.setTimeout(300_000);
+
+const STAGE = 'dev';
+const STOCK = 1_000;
+
+describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)', () => {
+  let platform: LocalPlatform;
+  let sqs: SQSClient;
+  let ddb: DynamoDBClient;
+  let auditDir: string;
+  const savedEnv = { ...process.env };
+
+  async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  }
+
+  const deployedEnv = (consumer: string, name: string): string => {
+    const value = platform.deployment.functions.get(platform.functionNamed(consumer))?.environment[name];
+    if (value === undefined) throw new Error(`${consumer} has no ${name}`);
+    return value;
+  };
+
+  const relaySource = (): StreamEventSource => {
+    const fn = platform.functionNamed('outbox-relay');
+    const source = platform.streamSources.find((s) => s.spec.functionName === fn);
+    if (source?.spec.onFailureQueueUrl === undefined) throw new Error(`${fn} has no on-failure queue`);
+    return source;
+  };
+
+  const depth = (queueUrl: string): ReturnType<typeof queueDepth> => queueDepth(sqs, queueUrl);
+
+  const notificationsFor = (orderId: string): number =>
+    platform.providers.messaging.ledger().filter((e) => JSON.stringify(e.body).includes(orderId)).length;
+
+  async function placePaidOrder(runId: string, n: number, sku: string): Promise<string> {
+    const created = await callApi(platform.api.url, 'POST', '/orders', {
+      customerEmail: `replay+${runId}-${n}@example.com`,
+      lines: [{ sku, quantity: n }],
+      amountMinor: 1_000 + n,
+      currency: 'EUR',
+    });
+    const orderId = (created.body as { orderId?: unknown } | undefined)?.orderId;
+    if (created.status !== 201 || typeof orderId !== 'string')
+      throw new Error(`POST /orders answered ${created.status}: ${JSON.stringify(created.body)}`);
+    const paymentId = `pay-${runId}-${n}`;
+    const paid = await callApi(
+      platform.api.url,
+      'POST',
+      `/orders/${orderId}/payments`,
+      { paymentId, amountMinor: 1_000 + n, currency: 'EUR' },
+      { 'Idempotency-Key': `req-${paymentId}` },
+    );
+    if (paid.status !== 202) throw new Error(`POST /orders/${orderId}/payments answered ${paid.status}`);
+    return orderId;
+  }
+
+  beforeAll(async () => {
+    ({ platform } = await startTestPlatform());
+    process.env.AWS_ENDPOINT_URL_LAMBDA = platform.control.url;
+    process.env.TENANG_STAGE = STAGE;
+    process.env.TENANG_ACTOR = 'jest';
+    const config = { endpoint: platform.env.endpoint, region: platform.env.region };
+    sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
+    ddb = new DynamoDBClient(config);
+    auditDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-stream-replay-audit-'));
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+    for (const c of [sqs, ddb]) c?.destroy();
+    process.env = savedEnv;
+    if (auditDir !== undefined) fs.rmSync(auditDir, { recursive: true, force: true });
+  });
+
+  it('when the relay gave paid orders up to its on-failure queue, list shows the batches, a dry run changes nothing, and a replay enqueues each follow-up once', async () => {
+    // Prepare: the relay crashes on every paid order until its retries run out.
+    const runId = randomUUID().slice(0, 8);
+    const sku = `sku-replay-${runId}`;
+    const inventory = new DynamoDbInventoryStore(ddb, deployedEnv('inventory-consumer', 'INVENTORY_TABLE'));
+    const ordersTable = deployedEnv('ingress', 'ORDERS_TABLE');
+    await inventory.seed(sku, STOCK);
+    const relay = platform.functionNamed('outbox-relay');
+    const source = relaySource();
+    const onFailureUrl = source.spec.onFailureQueueUrl ?? '';
+    platform.crashInvocations(relay, ['before-enqueue'], 10_000);
+    const orders = [await placePaidOrder(runId, 1, sku), await placePaidOrder(runId, 2, sku)];
+    await until(async () => {
+      const states = await readOrderStates(ddb, ordersTable, orders);
+      return orders.every((o) => states.get(o) === 'PAID') ? true : undefined;
+    }, 'both orders to be PAID');
+    await until(
+      () => Promise.resolve(source.stats.sentToOnFailure >= orders.length ? true : undefined),
+      "the relay's retries to run out for both paid orders",
+      180_000,
+    );
+    platform.crashInvocations(relay, [], 0);
+    // The mapping counts a given-up batch before it sends the message: wait for a steady depth.
+    let previous = -1;
+    const failedBatches = await until(async () => {
+      const d = await depth(onFailureUrl);
+      const steady = d.visible >= 1 && d.inFlight === 0 && d.visible === previous;
+      previous = d.visible;
+      return steady ? d.visible : undefined;
+    }, 'the on-failure messages');
+    const notifiedBeforeReplay = orders.map(notificationsFor);
+    const audit = (name: string): string => path.join(auditDir, `${name}.jsonl`);
+
+    // Act
+    const listed = await cli('dlq', 'list', 'outbox-relay', '--json');
+    const table = await cli('dlq', 'list', 'outbox-relay');
+    const dry = await cli(
+      'dlq',
+      'replay',
+      'outbox-relay',
+      '--dry-run',
+      '--json',
+      '--audit-log',
+      audit('dry'),
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    const afterDry = { depth: await depth(onFailureUrl), notified: orders.map(notificationsFor) };
+    const refused = await cli('dlq', 'replay', 'outbox-relay');
+    const replayed = await cli(
+      'dlq',
+      'replay',
+      'outbox-relay',
+      '--yes',
+      '--json',
+      '--audit-log',
+      audit('real'),
+    );
+    await until(
+      () => Promise.resolve(orders.every((o) => notificationsFor(o) >= 1) ? true : undefined),
+      'a notification for every replayed order',
+    );
+    const stock = await until(async () => {
+      const level = await inventory.get(sku);
+      return orders.every((o) => level?.reservations[o] !== undefined) ? level : undefined;
+    }, "every replayed order's reservation");
+    const again = await cli(
+      'dlq',
+      'replay',
+      'outbox-relay',
+      '--yes',
+      '--json',
+      '--audit-log',
+      audit('again'),
+    );
+    // Time for a second, wrong enqueue to show.
+    await new Promise((r) => setTimeout(r, 3_000));
+
+    // Assess: the list shows the batches without consuming them
+    expect(notifiedBeforeReplay).toEqual([0, 0]);
+    expect(listed.code).toBe(0);
+    type Listed = { consumer: string; messages: Record<string, unknown>[] };
+    const list = JSON.parse(listed.out) as Listed;
+    expect(list.consumer).toBe('outbox-relay');
+    expect(list.messages).toHaveLength(failedBatches);
+    for (const m of list.messages) {
+      expect(m).toMatchObject({
+        condition: 'RetryAttemptsExhausted',
+        shardId: expect.any(String) as string,
+        startSequenceNumber: expect.stringMatching(/^[0-9]+$/) as string,
+        endSequenceNumber: expect.stringMatching(/^[0-9]+$/) as string,
+        batchSize: expect.any(Number) as number,
+        firstArrival: expect.any(String) as string,
+      });
+    }
+    expect(table.code).toBe(0);
+    expect(table.out).toContain('RetryAttemptsExhausted');
+
+    // Assess: the dry run read the records and changed nothing
+    type Replay = {
+      summary: Record<string, number>;
+      messages: { outcome: string; orders: string[]; recordsRead: number }[];
+    };
+    expect(dry.code).toBe(0);
+    const dr = JSON.parse(dry.out) as Replay;
+    expect(dr.summary).toMatchObject({ 'would-replay': failedBatches, replayed: 0, failed: 0 });
+    expect(dr.messages.flatMap((m) => m.orders)).toEqual(expect.arrayContaining(orders));
+    expect(afterDry).toEqual({ depth: { visible: failedBatches, inFlight: 0 }, notified: [0, 0] });
+    expect(fs.readFileSync(audit('dry'), 'utf8')).toContain('"dryRun":true');
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain('--yes');
+
+    // Assess: the replay enqueued each follow-up once and emptied the on-failure queue
+    expect(replayed.code).toBe(0);
+    const rr = JSON.parse(replayed.out) as Replay;
+    expect(rr.summary).toMatchObject({
+      replayed: failedBatches,
+      'records-missing': 0,
+      'function-failed': 0,
+      failed: 0,
+    });
+    expect(JSON.parse(again.out)).toMatchObject({ summary: { replayed: 0, failed: 0 } });
+    expect(await depth(onFailureUrl)).toEqual({ visible: 0, inFlight: 0 });
+    expect(orders.map(notificationsFor)).toEqual([1, 1]);
+    const finalStock = await inventory.get(sku);
+    expect(finalStock?.available).toBe(STOCK - 1 - 2);
+    expect(Object.keys(finalStock?.reservations ?? {}).sort()).toEqual([...orders].sort());
+    expect(stock.available).toBe(finalStock?.available);
+    const lines = fs
+      .readFileSync(audit('real'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toHaveLength(failedBatches);
+    expect(lines.every((l) => l.actor === 'jest' && l.outcome === 'replayed' && l.dryRun === false)).toBe(
+      true,
+    );
+  });
+});
