@@ -29,10 +29,14 @@ export async function loseInvalidations(
   ctx.platform.crashInvocations(invalidator, ['before-invalidation'], 10_000);
   try {
     await change();
+    // Every change made must be given up, not just the first batch: wait until the on-failure
+    // depth has grown and then stayed put for a while (the retries of a batch take about a second).
+    let last = { depth: before.visible, since: Date.now() };
     const depth = await ctx.until(
       async () => {
-        const d = await queueDepth(ctx.sqs, onFailure);
-        return d.visible > before.visible ? d.visible : undefined;
+        const d = (await queueDepth(ctx.sqs, onFailure)).visible;
+        if (d !== last.depth) last = { depth: d, since: Date.now() };
+        return d > before.visible && Date.now() - last.since >= 6_000 ? d : undefined;
       },
       "the invalidator's retries to run out",
       120_000,
