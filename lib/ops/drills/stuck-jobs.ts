@@ -36,6 +36,7 @@ export const stuckJobs: Drill = {
     );
     // The local event source re-reads the queue's visibility timeout every 5 s.
     await new Promise((r) => setTimeout(r, 6_000));
+    const dlqBefore = await queueDepth(ctx.sqs, payments.dlqUrl);
     try {
       ctx.platform.crashInvocations(payments.functionName, ['hang:before-side-effect'], 1);
       const [order] = await placePaidOrders(ctx, 1);
@@ -73,9 +74,9 @@ export const stuckJobs: Drill = {
           `order ${state}, ${ledgerEntriesFor(ctx, 'payment', order.orderId)} charge(s)`,
         ),
         ctx.check(
-          'nothing left in flight',
-          (after.inFlight ?? 0) === 0 && (after.dlqDepth ?? 0) === 0,
-          `in flight ${after.inFlight ?? '-'}, DLQ ${after.dlqDepth ?? '-'}`,
+          'nothing left in flight, nothing dead-lettered',
+          (after.inFlight ?? 0) === 0 && (after.dlqDepth ?? 0) === dlqBefore.visible + dlqBefore.inFlight,
+          `in flight ${after.inFlight ?? '-'}, DLQ ${after.dlqDepth ?? '-'} (held ${dlqBefore.visible + dlqBefore.inFlight} before)`,
         ),
       ];
     } finally {
