@@ -178,6 +178,24 @@ export async function run(argv: readonly string[], io: CliIo = processIo()): Pro
   }
 }
 
+/** What a captured run printed. */
+export interface CapturedRun {
+  readonly code: number;
+  readonly out: string;
+  readonly err: string;
+}
+
+/** Runs the CLI and returns its output instead of writing it (tests, drills). */
+export async function runCaptured(
+  argv: readonly string[],
+  opts: Pick<CliIo, 'env' | 'prompt'> = {},
+): Promise<CapturedRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t), ...opts });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
 if (require.main === module) {
   void run(process.argv.slice(2)).then((code) => {
     process.exitCode = code;

@@ -7,7 +7,8 @@
  *   FIFO dedup window answer 202 with the same job id and send nothing. A repeat that arrives
  *   while the first request is still sending (or died before it could) answers 409 with
  *   Retry-After, like Stripe, and sends nothing; once that claim expires a retry sends.
- * `GET /orders/{id}` belongs to the order-reader; every other route is 404.
+ * `GET /orders/{id}` belongs to the order-reader; every other route is 404. Bad input answers 400
+ * with a JSON body naming each problem; a body over MAX_BODY_BYTES answers 413.
  */
 import { createHash, randomUUID } from 'node:crypto';
 
@@ -26,9 +27,9 @@ import { jobTypeByName, METRIC, type ResolvedJobType } from '../../lib/config';
 import { StageSchema } from '../../lib/config/schema';
 import * as z from '../../lib/config/zod';
 import { admit } from '../../lib/core/admission';
-import { makeEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
+import { InventoryReservePayload, makeEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
 import { classifyError, errorClassName } from '../../lib/core/errors';
-import { OrderSchema, type Order } from '../../lib/core/order';
+import { OrderLineSchema, OrderSchema, type Order } from '../../lib/core/order';
 import { paymentCaptureKey } from '../../lib/core/payment';
 import type { Clock, DedupStore, OrderStore } from '../../lib/core/ports';
 
@@ -63,10 +64,25 @@ export const IngressEnvSchema = z.object({
 });
 export type IngressEnv = z.infer<typeof IngressEnvSchema>;
 
+/**
+ * Largest request body accepted, in bytes. The largest valid order (50 lines) is about 5 KB; a
+ * body past this is refused with 413 before it is parsed.
+ */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * A line as the ingress accepts it: its SKU must also be a valid inventory.reserve SKU, or the
+ * paid order's reservation would be refused by the inventory consumer long after this 201.
+ */
+const OrderLineBody = z.object({
+  sku: InventoryReservePayload.shape.sku.check(z.maxLength(64)),
+  quantity: OrderLineSchema.shape.quantity,
+});
+
 /** `POST /orders` body. */
 export const CreateOrderBody = z.object({
   customerEmail: OrderSchema.shape.customerEmail,
-  lines: OrderSchema.shape.lines,
+  lines: z.array(OrderLineBody).check(z.minLength(1), z.maxLength(50)),
   amountMinor: PaymentCapturePayload.shape.amountMinor,
   currency: OrderSchema.shape.currency,
 });
@@ -117,16 +133,31 @@ function issues(error: z.core.$ZodError, prefix: string): string[] {
   return error.issues.map((i) => `${[prefix, ...i.path.map(String)].join('.')}: ${i.message}`);
 }
 
-/** The request body as JSON, or the problems with it. */
+/** The request body as JSON, or the answer that refuses it. */
 function readJson(
   event: APIGatewayProxyEventV2,
-): { ok: true; value: unknown } | { ok: false; problems: string[] } {
-  if (event.body === undefined || event.body === '') return { ok: false, problems: ['body: is required'] };
+): { ok: true; value: unknown } | { ok: false; answer: Response } {
+  if (event.body === undefined || event.body === '') {
+    return { ok: false, answer: badRequest('invalid request body', ['body: is required']) };
+  }
   const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  const size = Buffer.byteLength(text, 'utf8');
+  if (size > MAX_BODY_BYTES) {
+    return {
+      ok: false,
+      answer: json(413, {
+        error: 'request body too large',
+        problems: [`body: ${size} bytes exceeds ${MAX_BODY_BYTES}`],
+      }),
+    };
+  }
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (cause) {
-    return { ok: false, problems: [`body: is not JSON (${(cause as Error).message})`] };
+    return {
+      ok: false,
+      answer: badRequest('invalid request body', [`body: is not JSON (${(cause as Error).message})`]),
+    };
   }
 }
 
@@ -186,7 +217,7 @@ export function createHandler(
 
   async function createOrder(event: APIGatewayProxyEventV2, logger: Logger): Promise<Response> {
     const body = readJson(event);
-    if (!body.ok) return badRequest('invalid request body', body.problems);
+    if (!body.ok) return body.answer;
     const parsed = CreateOrderBody.safeParse(body.value);
     if (!parsed.success) return badRequest('invalid order', issues(parsed.error, 'body'));
     const now = clock().toISOString();
@@ -223,7 +254,7 @@ export function createHandler(
       ]);
     }
     const body = readJson(event);
-    if (!body.ok) return badRequest('invalid request body', body.problems);
+    if (!body.ok) return body.answer;
     const problems: string[] = [];
     const parsedId = PaymentCapturePayload.shape.orderId.safeParse(orderId);
     if (!parsedId.success) problems.push(...issues(parsedId.error, 'path.id'));

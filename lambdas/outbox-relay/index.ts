@@ -164,9 +164,11 @@ export function createHandler(
     const order = OrderSchema.safeParse(change.newImage);
     if (!order.success) {
       // A paid order's follow-ups must not vanish: fail loudly; retries end in the on-failure queue.
+      const problems = order.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`);
+      logger.error('order became PAID but its image is not a valid order; the record fails', { problems });
       throw new ValidationError(
         `order ${change.orderId} became PAID but its image is not a valid order`,
-        order.error.issues.map((i) => `${i.path.map(String).join('.')}: ${i.message}`),
+        problems,
       );
     }
     const followUps = followUpsForOrderChange(oldState, order.data, clock());

@@ -5,7 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { buildProgram, run } from '../../bin/tenang';
+import { buildProgram, runCaptured } from '../../bin/tenang';
 import { runbookCommands, stepInRunbook } from '../../lib/ops/runbook-commands';
 import { DRILLS } from '../../lib/ops/drills';
 import { renderDrillResult, runDrill, type DrillResult } from '../../lib/ops/drills/drill';
@@ -38,12 +38,7 @@ describe('Drills: each runbook executed against its incident', () => {
       const firstLine = lines.length;
       const result = await runDrill(drill, {
         platform,
-        cli: async (argv, env) => {
-          const out: string[] = [];
-          const err: string[] = [];
-          const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
-          return { code, out: out.join('\n'), err: err.join('\n') };
-        },
+        cli: (argv, env) => runCaptured(argv, { env }),
       });
       results.set(drill.name, result);
 

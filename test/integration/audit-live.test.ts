@@ -18,7 +18,7 @@ import {
   SetQueueAttributesCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { run } from '../../bin/tenang';
+import { runCaptured } from '../../bin/tenang';
 import type { ChecklistItem } from '../../lib/infra/audit/checklist';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { startTestPlatform } from '../helpers/local-platform';
@@ -41,16 +41,11 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
   const savedEnv = { ...process.env };
 
   async function auditLive(): Promise<LiveAudit> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(['audit', '--live', '--json'], {
-      out: (t) => out.push(t),
-      err: (t) => err.push(t),
-    });
-    const parsed = JSON.parse(out.join('\n')) as { source: string; items: ChecklistItem[] };
+    const { code, out, err } = await runCaptured(['audit', '--live', '--json']);
+    const parsed = JSON.parse(out) as { source: string; items: ChecklistItem[] };
     return {
       code,
-      err: err.join('\n'),
+      err,
       source: parsed.source,
       items: Object.fromEntries(parsed.items.map((i) => [i.ruleId, i])),
     };

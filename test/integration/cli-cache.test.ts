@@ -18,7 +18,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type Redis from 'ioredis';
 import type * as ReaderModule from '../../lambdas/order-reader';
-import { run } from '../../bin/tenang';
+import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
@@ -56,11 +56,8 @@ let connection: RedisConnection;
 let cache: RedisCache;
 let admin: Redis;
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
-  return { code, out: out.join('\n'), err: err.join('\n') };
+function cli(...argv: string[]): Promise<CapturedRun> {
+  return runCaptured(argv);
 }
 
 /** A stack of `stage` with only its orders table, created in moto and waited for. */
@@ -414,21 +411,15 @@ describe('CLI: tenang cache invalidate --prefix (C6)', () => {
 
   it('when Redis cannot be reached, it fails (1) saying where the command must run', async () => {
     // Act
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(
+    const { code, err } = await runCaptured(
       ['--stage', STAGE, 'cache', 'invalidate', '--prefix', `${KEYSPACE.prefix}order:`],
-      {
-        out: (t) => out.push(t),
-        err: (t) => err.push(t),
-        env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1' },
-      },
+      { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1' } },
     );
 
     // Assess
     expect(code).toBe(1);
-    expect(err.join('\n')).toContain('cannot use the cache at 127.0.0.1:1');
-    expect(err.join('\n')).toContain('must run');
+    expect(err).toContain('cannot use the cache at 127.0.0.1:1');
+    expect(err).toContain('must run');
   });
 });
 

@@ -13,7 +13,7 @@ import {
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation';
 import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { run } from '../../bin/tenang';
+import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { TABLE_KEYS } from '../../lib/config';
 import type { Prompt } from '../../lib/ops/cli-context';
@@ -32,18 +32,12 @@ let dynamo: DynamoDBClient;
 let store: DynamoDbLockStore;
 const savedEnv = { ...process.env };
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+function cli(...argv: string[]): Promise<CapturedRun> {
   return cliWith(undefined, ...argv);
 }
 
-async function cliWith(
-  prompt: Prompt | undefined,
-  ...argv: string[]
-): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t), prompt });
-  return { code, out: out.join('\n'), err: err.join('\n') };
+function cliWith(prompt: Prompt | undefined, ...argv: string[]): Promise<CapturedRun> {
+  return runCaptured(argv, { prompt });
 }
 
 /** Puts a lease of `owner` on a fresh resource, acquired `agoMs` ago for `ttlMs`; returns the resource and fence. */

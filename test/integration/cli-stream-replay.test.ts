@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { run } from '../../bin/tenang';
+import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { readOrderStates } from '../../lib/local/scenario-facts';
@@ -33,11 +33,8 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
   let auditDir: string;
   const savedEnv = { ...process.env };
 
-  async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
-    return { code, out: out.join('\n'), err: err.join('\n') };
+  function cli(...argv: string[]): Promise<CapturedRun> {
+    return runCaptured(argv);
   }
 
   const deployedEnv = (consumer: string, name: string): string => {

@@ -17,7 +17,7 @@ import {
   type MessageAttributeValue,
 } from '@aws-sdk/client-sqs';
 import { GetParameterCommand, ParameterNotFound, SSMClient } from '@aws-sdk/client-ssm';
-import { run } from '../../bin/tenang';
+import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
@@ -45,11 +45,8 @@ describe('CLI: tenang (whole local platform)', () => {
   let auditDir: string;
   const savedEnv = { ...process.env };
 
-  async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
-    return { code, out: out.join('\n'), err: err.join('\n') };
+  function cli(...argv: string[]): Promise<CapturedRun> {
+    return runCaptured(argv);
   }
 
   async function url(queueName: string): Promise<string> {

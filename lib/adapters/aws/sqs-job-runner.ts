@@ -114,6 +114,19 @@ function str(value: string): MessageAttributeValue {
   return { DataType: 'String', StringValue: value.replace(SQS_REFUSED, '\uFFFD') };
 }
 
+/**
+ * The correlation id of a body that is JSON but not a valid envelope, when it carries a usable
+ * one: the error line and the dead letter still join the request's trail.
+ */
+function correlationIdOf(body: string): string | undefined {
+  try {
+    const value = (JSON.parse(body) as { correlationId?: unknown } | null)?.correlationId;
+    return typeof value === 'string' && value.length > 0 && value.length <= 128 ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Builds the batch handler for one job type's queue. */
 export function createSqsJobRunner<T extends JobTypeName>(
   opts: SqsJobRunnerOptions<T>,
@@ -127,7 +140,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
     error: unknown,
     errorKind: ErrorClass,
     attempt: number,
-    job: JobEnvelope<T> | undefined,
+    correlationId: string | undefined,
   ): Promise<void> {
     const message = error instanceof Error ? error.message : String(error);
     const attributes: Record<string, MessageAttributeValue> = {
@@ -142,7 +155,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
       [DLQ_ATTRIBUTE.jobType]: str(opts.jobType.name),
       [DLQ_ATTRIBUTE.sourceMessageId]: str(record.messageId),
     };
-    if (job !== undefined) attributes[DLQ_ATTRIBUTE.correlationId] = str(job.correlationId);
+    if (correlationId !== undefined) attributes[DLQ_ATTRIBUTE.correlationId] = str(correlationId);
     await opts.sqs.send(
       new SendMessageCommand({
         QueueUrl: opts.dlqUrl,
@@ -272,6 +285,10 @@ export function createSqsJobRunner<T extends JobTypeName>(
       }
     } catch (error) {
       if (error instanceof RetryLaterError) throw error;
+      const correlationId = job?.correlationId ?? correlationIdOf(record.body);
+      if (job === undefined && correlationId !== undefined) {
+        logger = logger.createChild({ persistentKeys: { correlationId } });
+      }
       const kind = classifyError(error);
       if (kind === 'permanent' || (kind === 'transient' && attempt >= opts.jobType.maxAttempts)) {
         logger.error('job failed; sent to the DLQ', {
@@ -279,7 +296,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
           error: error as Error,
         });
         opts.metrics.addMetric(METRIC.jobFailedPermanently, MetricUnit.Count, 1);
-        await deadLetter(record, error, kind, attempt, job);
+        await deadLetter(record, error, kind, attempt, correlationId);
         return;
       }
       if (kind === 'bug') {
@@ -287,7 +304,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
         logger.error('job failed with an unexpected error (bug)', { error: error as Error });
         opts.metrics.addMetric(METRIC.jobBug, MetricUnit.Count, 1);
         if (attempt >= opts.jobType.maxAttempts) {
-          await deadLetter(record, error, kind, attempt, job);
+          await deadLetter(record, error, kind, attempt, correlationId);
           return;
         }
         throw error;

@@ -19,6 +19,23 @@ export interface ProviderCallOptions {
   readonly correlationId?: string;
 }
 
+/**
+ * The correlation id as a header value. The envelope's correlation id is free text, but fetch
+ * refuses a header with a control character or anything beyond Latin-1 (a TypeError that would
+ * read as an unreachable provider and be retried until the DLQ). Visible ASCII, the usual id, is
+ * sent as is; every other byte of its UTF-8 (and `%`) is percent-encoded.
+ */
+function correlationHeader(correlationId: string): string {
+  // Byte by byte: Buffer turns a lone surrogate into U+FFFD, where encodeURIComponent would throw.
+  return [...Buffer.from(correlationId, 'utf8')]
+    .map((byte) =>
+      byte > 0x20 && byte < 0x7f && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
+    .join('');
+}
+
 /** POSTs `body` as JSON and returns the parsed JSON answer. */
 export async function postJson<T>(url: string, body: unknown, opts: ProviderCallOptions): Promise<T> {
   let response: Response;
@@ -29,7 +46,9 @@ export async function postJson<T>(url: string, body: unknown, opts: ProviderCall
       headers: {
         'content-type': 'application/json',
         'idempotency-key': opts.idempotencyKey,
-        ...(opts.correlationId === undefined ? {} : { 'x-correlation-id': opts.correlationId }),
+        ...(opts.correlationId === undefined
+          ? {}
+          : { 'x-correlation-id': correlationHeader(opts.correlationId) }),
       },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(opts.timeoutMs),

@@ -26,11 +26,8 @@ async function cliRunner(
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number; out: string; err: string }> {
   // Loaded at run time: bin/tenang.ts registers this command, so a static import would be a cycle.
-  const { run } = await import('../../../bin/tenang');
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
-  return { code, out: out.join('\n'), err: err.join('\n') };
+  const { runCaptured } = await import('../../../bin/tenang');
+  return runCaptured(argv, { env });
 }
 
 /** Runs drills on one fresh local platform; `progress` gets every step as it happens. */

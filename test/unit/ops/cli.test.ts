@@ -9,7 +9,7 @@ import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { CommanderError } from 'commander';
-import { exitCodeFor, run } from '../../../bin/tenang';
+import { exitCodeFor, runCaptured, type CapturedRun } from '../../../bin/tenang';
 import { PauseFlagSchema } from '../../../lib/core/flags';
 import { CommandFailedError, UsageError } from '../../../lib/ops/cli-context';
 import { DegradeOptionsSchema } from '../../../lib/ops/commands/degrade';
@@ -24,11 +24,8 @@ const ssm = mockClient(SSMClient);
 const UUID = '0f4b8a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b';
 const savedEnv = { ...process.env };
 
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await run(argv, { out: (t) => out.push(t), err: (t) => err.push(t) });
-  return { code, out: out.join('\n'), err: err.join('\n') };
+function cli(...argv: string[]): Promise<CapturedRun> {
+  return runCaptured(argv);
 }
 
 beforeEach(() => {
