@@ -1,4 +1,4 @@
-/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis), drills (runbooks on a local platform). */
+/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis), drills (runbooks on a local platform), scenario, chaos. */
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
   testEnvironment: 'node',
@@ -32,6 +32,15 @@ module.exports = {
       ...base,
       displayName: 'scenario',
       testMatch: ['<rootDir>/test/scenario/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+    },
+    {
+      // The chaos suite (lib/chaos): fault configurations × fast-check seeds on a whole local
+      // platform. Run with `npm run test:chaos`; CHAOS_SEED replays a failure.
+      ...base,
+      displayName: 'chaos',
+      testMatch: ['<rootDir>/test/chaos/**/*.test.ts'],
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },

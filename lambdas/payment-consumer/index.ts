@@ -220,6 +220,8 @@ export function createHandler(
     } finally {
       release();
     }
+    // After the idempotency record completed with the order's transition, before the ack.
+    crash('after-commit');
     const result = StoredResultSchema.safeParse(stored);
     if (!result.success) throw new Error('the idempotent capture returned an unexpected result');
     if (result.data.replayed === true || result.data.outcome === 'duplicate_ignored') {

@@ -43,6 +43,8 @@ export type InvokeResult =
 export interface InvokeOptions {
   /** Points where this invocation's instance crashes (TENANG_CRASH_POINTS). @default none */
   readonly crashPoints?: readonly string[];
+  /** SDK faults of this invocation's instance (TENANG_FAULTS, lib/adapters/aws/fault-injection.ts). @default none */
+  readonly faults?: string;
 }
 
 type ChildMessage =
@@ -53,7 +55,8 @@ type ChildMessage =
 
 interface Instance {
   readonly child: ChildProcess;
-  readonly crashSpec: string;
+  /** Crash points and faults it was started with: an instance serves only invocations asking for the same. */
+  readonly injectionKey: string;
   readonly ready: Promise<{ ok: true } | { ok: false; message: string }>;
   busy: boolean;
   dead: boolean;
@@ -77,10 +80,11 @@ export class FunctionHost {
   /** Invokes the function once; never throws for a function failure. */
   public async invoke(event: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
     const crashSpec = (opts.crashPoints ?? []).join(',');
+    const faults = opts.faults ?? '';
     const started = Date.now();
-    let instance = this.takeIdle(crashSpec);
+    let instance = this.takeIdle(`${crashSpec}|${faults}`);
     const coldStart = instance === undefined;
-    instance ??= this.spawn(crashSpec);
+    instance ??= this.spawn(crashSpec, faults);
     instance.busy = true;
     const ready = await instance.ready;
     if (!ready.ok) {
@@ -122,13 +126,13 @@ export class FunctionHost {
     return [...this.all].filter((i) => !i.dead).length;
   }
 
-  private takeIdle(crashSpec: string): Instance | undefined {
-    const index = this.idle.findIndex((i) => !i.dead && i.crashSpec === crashSpec);
+  private takeIdle(injectionKey: string): Instance | undefined {
+    const index = this.idle.findIndex((i) => !i.dead && i.injectionKey === injectionKey);
     if (index < 0) return undefined;
     return this.idle.splice(index, 1)[0];
   }
 
-  private spawn(crashSpec: string): Instance {
+  private spawn(crashSpec: string, faults: string): Instance {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       ...this.spec.environment,
@@ -142,6 +146,7 @@ export class FunctionHost {
       TZ: 'UTC',
     };
     if (crashSpec.length > 0) env.TENANG_CRASH_POINTS = crashSpec;
+    if (faults.length > 0) env.TENANG_FAULTS = faults;
     const child = fork(RUNTIME, [this.spec.bundleFile, this.spec.handlerName], {
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -155,7 +160,7 @@ export class FunctionHost {
     child.stderr?.on('data', forward);
     const instance: Instance = {
       child,
-      crashSpec,
+      injectionKey: `${crashSpec}|${faults}`,
       busy: false,
       dead: false,
       ready: new Promise((resolve) => {

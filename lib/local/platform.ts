@@ -48,6 +48,7 @@ const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAG
 /** A running local pipeline. */
 export class LocalPlatform {
   private readonly crashes = new Map<string, { points: readonly string[]; remaining: number }>();
+  private readonly faults = new Map<string, string>();
   private reconcilerSuspended = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private lastFlags = '';
@@ -211,7 +212,7 @@ export class LocalPlatform {
       armed.remaining -= 1;
       if (armed.remaining <= 0) this.crashes.delete(functionName);
     }
-    const result = await host.invoke(event, { crashPoints });
+    const result = await host.invoke(event, { crashPoints, faults: this.faults.get(functionName) });
     this.alarms.recordInvocation(functionName, result);
     return result;
   }
@@ -225,6 +226,16 @@ export class LocalPlatform {
   public crashInvocations(functionName: string, points: readonly string[], count: number): void {
     if (count <= 0) this.crashes.delete(functionName);
     else this.crashes.set(functionName, { points, remaining: count });
+  }
+
+  /**
+   * Every later instance of `functionName` runs with the SDK faults `spec` names (TENANG_FAULTS,
+   * lib/adapters/aws/fault-injection.ts); an empty spec lifts them. Instances started before keep
+   * theirs but are no longer chosen.
+   */
+  public setFaults(functionName: string, spec: string): void {
+    if (spec.length === 0) this.faults.delete(functionName);
+    else this.faults.set(functionName, spec);
   }
 
   /**

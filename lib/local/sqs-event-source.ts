@@ -85,6 +85,7 @@ export class SqsEventSource {
   private running = false;
   private workers: Promise<void>[] = [];
   private visibility: { seconds: number | undefined; readAt: number } = { seconds: undefined, readAt: 0 };
+  private acksToLose = 0;
 
   public constructor(
     public readonly spec: SqsMappingSpec,
@@ -98,6 +99,15 @@ export class SqsEventSource {
     if (this.running) return;
     this.running = true;
     this.workers = Array.from({ length: this.spec.maxConcurrency }, () => this.poll());
+  }
+
+  /**
+   * The next `batches` successful invocations are not acknowledged: their messages are not
+   * deleted and return after the visibility timeout, as when the poller dies between the
+   * function's answer and DeleteMessageBatch (the chaos suite's "after completion, before the delete").
+   */
+  public loseAcks(batches: number): void {
+    this.acksToLose = Math.max(0, batches);
   }
 
   /** Stops polling and waits for in-flight batches to finish. */
@@ -179,7 +189,12 @@ export class SqsEventSource {
       this.log(`${this.spec.functionName}: ${result.status}: ${result.errorType}: ${result.errorMessage}`);
     }
     const failed = failedMessageIds(result, event, this.spec.reportBatchItemFailures);
-    const done = event.Records.filter((r) => !failed.has(r.messageId));
+    let done = event.Records.filter((r) => !failed.has(r.messageId));
+    if (result.status === 'ok' && this.acksToLose > 0 && done.length > 0) {
+      this.acksToLose -= 1;
+      this.log(`${this.spec.functionName}: injected lost ack of ${done.length} message(s)`);
+      done = [];
+    }
     this.stats.returned += failed.size;
     for (let i = 0; i < done.length; i += MAX_RECEIVE) {
       const chunk = done.slice(i, i + MAX_RECEIVE);

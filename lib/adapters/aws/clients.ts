@@ -7,6 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
+import { withSdkFaults } from './fault-injection';
 
 /** Connection and request timeouts of every SDK client. */
 export const SDK_CLIENT_CONFIG = {
@@ -18,9 +19,12 @@ export function newSqsClient(): SQSClient {
   return new SQSClient({ ...SDK_CLIENT_CONFIG, useQueueUrlAsEndpoint: false });
 }
 
-/** A DynamoDB client with the standard timeouts. */
+/**
+ * A DynamoDB client with the standard timeouts. The chaos suite's throttling and timeouts are
+ * added only when TENANG_FAULTS names them (the local platform, never a deployment).
+ */
 export function newDynamoDbClient(): DynamoDBClient {
-  return new DynamoDBClient(SDK_CLIENT_CONFIG);
+  return withSdkFaults(new DynamoDBClient(SDK_CLIENT_CONFIG));
 }
 
 /** An SSM client with the standard timeouts. */

@@ -1,0 +1,138 @@
+/**
+ * The chaos suite's faults and the named matrix of fault configurations. The numbers are the
+ * reliability issue's: (1) before the side effect; (2) after the side effect, before the
+ * idempotency record completes; (3) after completion, before the delete; (4) during stream
+ * invalidation; (5) Redis down; (6) DynamoDB throttling and timeouts; (7) provider timeouts and
+ * 5xx; (8) function timeout.
+ */
+import fc from 'fast-check';
+
+/** One fault the runner knows how to inject. */
+export type FaultKind =
+  /** (1) payment consumer process killed before it calls the provider. */
+  | 'crash-before-side-effect'
+  /** (2) killed after the provider charged, before the idempotency record and PAID commit. */
+  | 'crash-after-side-effect'
+  /** (3) killed after the record completed with the transition, before the handler answered. */
+  | 'crash-after-commit'
+  /** (3) every consumer's poller loses the ack of a successful batch (no DeleteMessageBatch). */
+  | 'lost-ack'
+  /** (4) cache invalidator killed in the middle of a batch of invalidations. */
+  | 'crash-during-invalidation'
+  /** (5) the platform's redis-server stopped, restarted empty later. */
+  | 'redis-down'
+  /** (6) DynamoDB requests of every function throttled (ProvisionedThroughputExceeded). */
+  | 'ddb-throttle'
+  /** (6) DynamoDB requests of every function time out, unsent or after being applied. */
+  | 'ddb-timeout'
+  /** (7) providers slower than their clients' timeouts. */
+  | 'provider-timeout'
+  /** (7) providers answer 5xx, before and after the side effect. */
+  | 'provider-5xx'
+  /** (8) payment consumer hangs after the charge until the platform kills it at its timeout. */
+  | 'payment-function-timeout'
+  /** (8) cache invalidator hangs mid-batch until its timeout. */
+  | 'invalidator-function-timeout';
+
+/** The issue's fault number of each kind. */
+export const FAULT_NUMBER: Readonly<Record<FaultKind, number>> = {
+  'crash-before-side-effect': 1,
+  'crash-after-side-effect': 2,
+  'crash-after-commit': 3,
+  'lost-ack': 3,
+  'crash-during-invalidation': 4,
+  'redis-down': 5,
+  'ddb-throttle': 6,
+  'ddb-timeout': 6,
+  'provider-timeout': 7,
+  'provider-5xx': 7,
+  'payment-function-timeout': 8,
+  'invalidator-function-timeout': 8,
+};
+
+/** A named combination of faults. */
+export interface FaultConfig {
+  readonly name: string;
+  readonly faults: readonly FaultKind[];
+}
+
+/** The matrix: every fault alone, then combinations that stack them on one step. */
+export const FAULT_CONFIGS: readonly FaultConfig[] = [
+  { name: 'baseline', faults: [] },
+  { name: 'crash-before-effect', faults: ['crash-before-side-effect'] },
+  { name: 'crash-after-effect', faults: ['crash-after-side-effect'] },
+  { name: 'crash-after-commit', faults: ['crash-after-commit'] },
+  { name: 'lost-ack', faults: ['lost-ack'] },
+  { name: 'crash-mid-invalidation', faults: ['crash-during-invalidation'] },
+  { name: 'redis-down', faults: ['redis-down'] },
+  { name: 'ddb-throttle', faults: ['ddb-throttle'] },
+  { name: 'ddb-timeout', faults: ['ddb-timeout'] },
+  { name: 'provider-timeout', faults: ['provider-timeout'] },
+  { name: 'provider-5xx', faults: ['provider-5xx'] },
+  { name: 'payment-timeout', faults: ['payment-function-timeout'] },
+  { name: 'invalidator-timeout', faults: ['invalidator-function-timeout'] },
+  {
+    name: 'crashes-every-step',
+    faults: ['crash-before-side-effect', 'crash-after-side-effect', 'crash-after-commit', 'lost-ack'],
+  },
+  { name: 'effect-crash+provider-5xx', faults: ['crash-after-side-effect', 'provider-5xx'] },
+  { name: 'redis-down+mid-invalidation', faults: ['redis-down', 'crash-during-invalidation'] },
+  { name: 'ddb-throttle+timeout+lost-ack', faults: ['ddb-throttle', 'ddb-timeout', 'lost-ack'] },
+  {
+    name: 'everything',
+    faults: [
+      'crash-after-side-effect',
+      'lost-ack',
+      'crash-during-invalidation',
+      'redis-down',
+      'ddb-throttle',
+      'provider-5xx',
+    ],
+  },
+];
+
+/** Timing and intensity of one run's faults, drawn by fast-check per seed. */
+export interface FaultPlan {
+  /** Seed of the workload (jobs, keys, copies). */
+  readonly workloadSeed: number;
+  /** When the faults start, ms after the first job was enqueued. */
+  readonly startAfterMs: number;
+  /** How long window faults (Redis down, throttling, provider faults) last, ms. */
+  readonly windowMs: number;
+  /** Crash faults: invocations crashed per armed point. */
+  readonly crashes: number;
+  /** Lost acks: batches per queue. */
+  readonly lostAcks: number;
+  /** DynamoDB throttling rate while on. */
+  readonly throttleRate: number;
+  /** DynamoDB timeout rate while on (half unsent, half applied with the answer lost). */
+  readonly timeoutRate: number;
+  /** Provider 5xx rate while on. */
+  readonly errorRate: number;
+}
+
+/**
+ * The fault plan arbitrary. Bounded so the faults stay within the retry budget the pipeline is
+ * designed for (maxReceiveCount, stream retries): beyond it, a job in the DLQ is the designed
+ * outcome, not a bug, and the checker's "DLQ = poison only" rule would not apply.
+ */
+export function faultPlanArbitrary(): fc.Arbitrary<FaultPlan> {
+  return fc.record({
+    workloadSeed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+    startAfterMs: fc.integer({ min: 0, max: 1_500 }),
+    windowMs: fc.integer({ min: 2_000, max: 5_000 }),
+    crashes: fc.integer({ min: 1, max: 2 }),
+    lostAcks: fc.integer({ min: 1, max: 3 }),
+    throttleRate: fc.double({ min: 0.05, max: 0.3, noNaN: true }),
+    timeoutRate: fc.double({ min: 0.02, max: 0.1, noNaN: true }),
+    errorRate: fc.double({ min: 0.1, max: 0.4, noNaN: true }),
+  });
+}
+
+/** The config named `name`. */
+export function faultConfigNamed(name: string): FaultConfig {
+  const found = FAULT_CONFIGS.find((c) => c.name === name);
+  if (found === undefined)
+    throw new Error(`no fault configuration ${name}; known: ${FAULT_CONFIGS.map((c) => c.name).join(', ')}`);
+  return found;
+}

@@ -1,0 +1,84 @@
+/**
+ * The chaos suite's workload: N jobs over K keys (SKUs), of all three job types, each enqueued 1
+ * to 3 times, plus the poison messages the run injects. Deterministic per seed, so a failing seed
+ * replays the same jobs.
+ */
+
+/** Job types of the reference pipeline, as the workload uses them. */
+export const CHAOS_JOB_TYPES = ['payment.capture', 'notification.send', 'inventory.reserve'] as const;
+/** One of them. */
+export type ChaosJobType = (typeof CHAOS_JOB_TYPES)[number];
+
+/** One job of the workload. */
+export interface WorkloadJob {
+  /** Unique within the run, e.g. `c1a2-j7`. */
+  readonly id: string;
+  readonly type: ChaosJobType;
+  /** The SKU the job touches (the key its lock or order line is on). */
+  readonly key: string;
+  /** The order the job is about: the order paid, notified or reserved for. */
+  readonly orderId: string;
+  /** How often the same job is enqueued (at-least-once producers). */
+  readonly copies: 1 | 2 | 3;
+  readonly quantity: number;
+  readonly amountMinor: number;
+}
+
+/** A seeded workload. */
+export interface Workload {
+  readonly runId: string;
+  readonly seed: number;
+  readonly skus: readonly string[];
+  readonly jobs: readonly WorkloadJob[];
+}
+
+/** Options of makeWorkload. */
+export interface WorkloadOptions {
+  readonly seed: number;
+  readonly jobs: number;
+  readonly keys: number;
+  /** Makes every id unique to the run (orders, SKUs, payments). */
+  readonly runId: string;
+  /** Share of payment jobs; the rest split evenly. @default 0.4 */
+  readonly paymentShare?: number;
+}
+
+/** A small, fast, seedable PRNG (mulberry32): the same seed gives the same workload. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** N jobs over K SKUs, each enqueued 1–3 times. */
+export function makeWorkload(opts: WorkloadOptions): Workload {
+  const random = seededRandom(opts.seed);
+  const skus = Array.from({ length: Math.max(1, opts.keys) }, (_, i) => `sku-${opts.runId}-${i}`);
+  const paymentShare = opts.paymentShare ?? 0.4;
+  const jobs: WorkloadJob[] = [];
+  for (let i = 0; i < opts.jobs; i += 1) {
+    const r = random();
+    const type: ChaosJobType =
+      r < paymentShare
+        ? 'payment.capture'
+        : r < paymentShare + (1 - paymentShare) / 2
+          ? 'notification.send'
+          : 'inventory.reserve';
+    const copiesDraw = random();
+    jobs.push({
+      id: `${opts.runId}-j${i}`,
+      type,
+      key: skus[Math.floor(random() * skus.length)] ?? skus[0] ?? 'sku',
+      orderId: `${opts.runId}-o${i}`,
+      copies: copiesDraw < 0.5 ? 1 : copiesDraw < 0.8 ? 2 : 3,
+      quantity: 1 + Math.floor(random() * 3),
+      amountMinor: 500 + Math.floor(random() * 49_500),
+    });
+  }
+  return { runId: opts.runId, seed: opts.seed, skus, jobs };
+}

@@ -1,0 +1,53 @@
+/**
+ * The chaos suite (CI size): every fault configuration of lib/chaos/faults.ts, each over
+ * fast-check-drawn fault plans (timing, rates, workload seed), on one local platform where a
+ * crash is a real process dying. A failure prints the fast-check seed and path; replay with
+ * CHAOS_SEED=<seed> (and CHAOS_CONFIGS=<name,…> to run only some configurations).
+ */
+import fc from 'fast-check';
+import { describeViolations } from '../../lib/chaos/checker';
+import { FAULT_CONFIGS, faultPlanArbitrary } from '../../lib/chaos/faults';
+import { ChaosPlatform, runChaos } from '../../lib/chaos/runner';
+
+const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
+const RUNS = Number(process.env.CHAOS_RUNS ?? 1);
+const JOBS = Number(process.env.CHAOS_JOBS ?? 12);
+const KEYS = Number(process.env.CHAOS_KEYS ?? 3);
+const ONLY = process.env.CHAOS_CONFIGS?.split(',').filter(Boolean);
+const CONFIGS = FAULT_CONFIGS.filter((c) => ONLY === undefined || ONLY.includes(c.name));
+
+jest.setTimeout(15 * 60_000);
+
+describe('chaos: every job ok after a full drain, under every fault configuration', () => {
+  let chaos: ChaosPlatform;
+
+  beforeAll(async () => {
+    chaos = await ChaosPlatform.start({ log: () => undefined });
+  }, 240_000);
+
+  afterAll(async () => {
+    await chaos?.stop();
+  });
+
+  it.each(CONFIGS.map((c) => [c.name, c] as const))(
+    'when %s is injected, nothing is lost, duplicated or unexpected',
+    async (_name, config) => {
+      // Prepare: fast-check draws the fault plans; the seed is printed on failure.
+      await fc.assert(
+        fc.asyncProperty(faultPlanArbitrary(), async (plan) => {
+          // Act
+          const result = await runChaos(chaos, { config, plan, jobs: JOBS, keys: KEYS });
+          // Assess
+          const violations = describeViolations(result.verdict);
+          if (!result.drained) violations.unshift('the pipeline did not drain before the deadline');
+          if (violations.length > 0) {
+            throw new Error(
+              `${config.name} (run ${result.runId}, faults fired ${JSON.stringify(result.faultsFired)}):\n${violations.slice(0, 30).join('\n')}`,
+            );
+          }
+        }),
+        { seed: SEED, numRuns: RUNS, endOnFailure: true, verbose: 1 },
+      );
+    },
+  );
+});
