@@ -6,6 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
+import type { BackoffFigure, BackoffStrategyName } from './backoff';
+import { measureBackoff, ratioToExponential, type BackoffResults } from './backoff-emulator';
 import { measureBundles, type BundleResult } from './bundles';
 import { measureCache, type CacheResults } from './cache';
 import { commandList, measureCalls, type CallsFigure, type CallsResults } from './calls';
@@ -16,6 +18,7 @@ interface Results {
   readonly calls?: CallsResults;
   readonly bundles?: readonly BundleResult[];
   readonly cache?: CacheResults;
+  readonly backoff?: BackoffResults;
   /** Sections measured in the run that wrote this file; the others were kept from an earlier run. */
   readonly measuredNow?: readonly string[];
 }
@@ -54,6 +57,59 @@ function callsSection(c: CallsResults): string[] {
       (f) =>
         `| ${CASE_LABEL[f.case]} | ${f.system === 'tenang' ? '**tenang**' : 'Powertools baseline'} | ${mean(f.dynamoDb.perJob)} | ${mean(f.sqs.perJob)} | ${mean(f.dynamoDb.perJob + f.sqs.perJob)} | ${commandList(f)} | ${mean(f.deliveriesPerJob)} | ${mean(f.providerRequestsPerJob)} |`,
     ),
+    '',
+  ];
+}
+
+const STRATEGY_LABEL: Record<BackoffStrategyName, string> = {
+  none: 'no backoff',
+  exponential: 'exponential, no jitter',
+  'full-jitter': '**full jitter** (lib/core/backoff.ts)',
+};
+
+/** One experiment's table; a target is full jitter's `metric` at most `target` × exponential's. */
+function backoffTable(
+  figures: readonly BackoffFigure[],
+  unit: string,
+  target?: { readonly metric: 'calls' | 'timeMs'; readonly ratio: number },
+): string[] {
+  const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+  return [
+    `| strategy | ${unit} (median) | ${unit} (min–max) | time (median) | time (min–max) | ${unit} ÷ exponential | time ÷ exponential | target | met |`,
+    '|---|---|---|---|---|---|---|---|---|',
+    ...figures.map((f) => {
+      const judged = target !== undefined && f.strategy === 'full-jitter';
+      const goal = judged ? `${target.metric === 'calls' ? unit : 'time'} ≤ ${target.ratio}×` : '—';
+      const met = judged
+        ? ratioToExponential(figures, f.strategy, target.metric) <= target.ratio
+          ? 'yes'
+          : 'no ⚠'
+        : '—';
+      return `| ${STRATEGY_LABEL[f.strategy]} | ${f.calls.median} | ${f.calls.min}–${f.calls.max} | ${seconds(f.timeMs.median)} | ${seconds(f.timeMs.min)}–${seconds(f.timeMs.max)} | ${ratioToExponential(figures, f.strategy, 'calls').toFixed(2)} | ${ratioToExponential(figures, f.strategy, 'timeMs').toFixed(2)} | ${goal} | ${met} |`;
+    }),
+  ];
+}
+
+function backoffSection(b: BackoffResults): string[] {
+  const sim = b.simulation;
+  const emu = b.emulator;
+  const model = b.emulatorModel;
+  return [
+    '## Backoff under contention',
+    '',
+    `${sim.clients} clients each make one optimistic-concurrency write to one hot item (read the version, write on condition that it has not changed) and retry until it commits, with **no backoff**, **exponential backoff without jitter** (min(cap, base × 2^(n−1)), lib/config/derive.ts) or **full jitter** (a whole number of ms drawn from 0 to that, lib/core/backoff.ts). Targets (reliability issue): in the simulation full jitter makes ≤ ${b.targets.simulationCalls}× the calls of exponential without jitter; against the emulator it finishes in ≤ ${b.targets.emulatorTime}× the time.`,
+    '',
+    `**Simulation** (bench/backoff.ts): a seeded discrete-event model after Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog). One-way network delay |N(${sim.networkMeanMs}, ${sim.networkSdMs})| ms, a server that answers at once and never queues; of the writes that overlap in one contention window only one commits. Base ${sim.policy.baseDelaySeconds} ms, cap ${sim.policy.maxDelaySeconds} ms (Brooker's). Attempts are a read and a conditional write each (Brooker counts the writes); time is virtual, until the last client has committed. Median and range over ${sim.seeds} seeds.`,
+    '',
+    ...backoffTable(sim.figures, 'attempts', { metric: 'calls', ratio: b.targets.simulationCalls }),
+    '',
+    `**Emulator** (bench/backoff-emulator.ts): ${emu.clients} concurrent clients in one process against moto: GetItem (consistent), then UpdateItem with \`version = :seen\`, backing off on ConditionalCheckFailedException. Base ${emu.policy.baseDelaySeconds} ms, cap ${emu.policy.maxDelaySeconds} ms. The clients share one SDK client with one connection and no SDK retries, so moto serves their requests one at a time in arrival order: the server queues. (Over many connections moto 5.2.1 serves requests on threads and its condition check and write are not atomic: two writes on the same version can both commit, and the counter ends below ${emu.clients}.) Calls are the SDK commands counted by lib/adapters/aws/call-counter.ts (two per attempt); time is wall time until all ${emu.clients} have committed. ${emu.runs} runs per strategy, interleaved in rotating order, each checked (counter and version end at ${emu.clients}) before it is kept; median and range.`,
+    '',
+    ...backoffTable(emu.figures, 'SDK calls', { metric: 'timeMs', ratio: b.targets.emulatorTime }),
+    '',
+    `**Model of the emulator**: the simulation with the emulator's conditions instead of Brooker's: one server that serves a request at a time in arrival order, ${model.serviceMs.toFixed(1)} ms each (the emulator's no-backoff runs: median time ÷ median calls; the connection is never idle there), no network delay beyond that, base ${model.policy.baseDelaySeconds} ms, cap ${model.policy.maxDelaySeconds} ms; attempts (two requests each) and virtual time, over ${model.seeds} seeds. Serving one request of each of the ${model.clients} clients takes ${((model.clients * model.serviceMs) / 1000).toFixed(2)} s, against the ${model.policy.maxDelaySeconds} ms cap. Not a target: a check that the model explains the emulator's figures.`,
+    '',
+    ...backoffTable(model.figures, 'attempts'),
     '',
   ];
 }
@@ -98,10 +154,11 @@ function report(r: Results): string {
       '',
     );
   }
+  if (r.backoff !== undefined) lines.push(...backoffSection(r.backoff));
   return lines.join('\n');
 }
 
-const SECTIONS = ['calls', 'bundles', 'cache'];
+const SECTIONS = ['calls', 'bundles', 'cache', 'backoff'];
 
 function readPrevious(file: string, log: (line: string) => void): Partial<Results> {
   if (!fs.existsSync(file)) return {};
@@ -122,10 +179,16 @@ function requireEnv(name: string): string {
 
 async function main(): Promise<void> {
   const program = new Command('bench')
-    .description('Measure calls per job, cache round trips, stampede protection, bundle size and load time.')
+    .description(
+      'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention.',
+    )
     .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
     .option('--jobs <n>', 'jobs per case and consumer in the calls section', '20')
-    .option('--only <sections>', 'comma-separated: calls,bundles,cache', 'calls,bundles,cache')
+    .option(
+      '--only <sections>',
+      'comma-separated: calls,bundles,cache,backoff',
+      'calls,bundles,cache,backoff',
+    )
     .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname));
   program.parse();
   const opts = program.opts<{ runs: string; jobs: string; only: string; out: string }>();
@@ -149,6 +212,9 @@ async function main(): Promise<void> {
     cache: only.has('cache')
       ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log })
       : previous.cache,
+    backoff: only.has('backoff')
+      ? await measureBackoff({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), log })
+      : previous.backoff,
     measuredNow: [...only],
   };
   fs.mkdirSync(opts.out, { recursive: true });
