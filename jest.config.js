@@ -19,6 +19,8 @@ module.exports = {
     },
     {
       // Drills (P2): each runbook executed against its incident on a local platform of its own.
+      // Not in `npm test` yet: on a loaded machine two drills timed out in one of two clean CI runs
+      // (moto 5.2.1 races conditional writes across connections, README). `npm run test:drills`.
       ...base,
       displayName: 'drills',
       testMatch: ['<rootDir>/test/drills/**/*.test.ts'],
