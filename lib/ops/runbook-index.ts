@@ -248,7 +248,7 @@ function readme(config: PipelineConfig): GeneratedFile {
     GENERATED_MARK,
     '# Runbooks',
     '',
-    `Stage names below are \`<stage>\`; every step of every runbook is a \`tenang\` command (\`tenang --help\`), and every runbook is executed by a drill (\`tenang drill <name>\`, and \`npm test\`'s drills project) that creates its incident on the local platform and checks recovery.`,
+    `Stage names below are \`<stage>\`; every step of every runbook is a \`tenang\` command (\`tenang --help\`), and every runbook is executed by a drill (\`tenang drill <name>\`, or every drill with \`npm run test:drills\`) that creates its incident on the local platform and checks recovery.`,
     '',
     '## By symptom',
     '',
