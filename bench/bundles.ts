@@ -11,6 +11,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
 import { BUNDLE_BANNER } from '../lib/infra/defaults';
+import { spread } from './backoff';
+
+const median = (values: readonly number[]): number => spread(values).median;
 
 /** One handler's figures. */
 export interface BundleResult {
@@ -161,12 +164,6 @@ function loadMs(file: string, env: NodeJS.ProcessEnv): number {
   return Number(
     execFileSync(process.execPath, ['--input-type=module', '-e', script], { env, encoding: 'utf8' }),
   );
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
 /** The environment a handler module needs to load (module scope parses it). */
