@@ -2,10 +2,13 @@ import path from 'node:path';
 import { ChildServer } from './child-server';
 import { LocalEnvError } from './errors';
 import { pollUntil } from './poll';
-import { isMoto, MOTO_PROBE_PATH, pingRedis, probeHttp } from './probes';
+import { isMoto, isSerializedMoto, MOTO_PROBE_PATH, pingRedis, probeHttp } from './probes';
 import { findMotoPython } from './python';
 
 export { LocalEnvError } from './errors';
+
+/** moto's server with DynamoDB requests serialized: real DynamoDB's conditional writes are atomic, stock moto's are not. */
+export const MOTO_LAUNCHER = path.join(__dirname, 'moto_server.py');
 
 /** Default moto port when neither `motoPort` nor `TENANG_MOTO_PORT` says otherwise. */
 export const DEFAULT_MOTO_PORT = 5055;
@@ -136,7 +139,13 @@ async function provideAws(settings: Settings, children: ChildServer[]): Promise<
   const probeUrl = `http://127.0.0.1:${port}${MOTO_PROBE_PATH}`;
   const found = await probeHttp(probeUrl, FIRST_PROBE_TIMEOUT_MS);
   if (isMoto(found)) {
-    settings.log(`AWS: reusing moto on port ${port}`);
+    settings.log(
+      isSerializedMoto(found)
+        ? `AWS: reusing moto on port ${port}`
+        : `AWS: reusing a stock moto on port ${port}; its concurrent DynamoDB conditional writes and ` +
+            `cancelled transactions are not atomic (README, "Known emulator issues"): stop it and let ` +
+            `tenang start its own, or start it with python3 lib/local/moto_server.py -H 127.0.0.1 -p ${port}`,
+    );
     return local;
   }
   if (found.kind !== 'refused') {
@@ -147,7 +156,8 @@ async function provideAws(settings: Settings, children: ChildServer[]): Promise<
     );
   }
   const python = await findMotoPython(settings);
-  const moto = new ChildServer('moto', python, ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)]);
+  // moto.server with DynamoDB requests served one at a time (see the launcher's docstring).
+  const moto = new ChildServer('moto', python, [MOTO_LAUNCHER, '-H', '127.0.0.1', '-p', String(port)]);
   children.push(moto);
   await waitForChild(moto, `moto on port ${port}`, settings.deadlineMs, async () =>
     isMoto(await probeHttp(probeUrl, FIRST_PROBE_TIMEOUT_MS)),

@@ -9,7 +9,13 @@ export type HttpProbe =
   /** Something listens but gave no HTTP answer in time (or not HTTP at all). */
   | { readonly kind: 'no-answer'; readonly reason: string }
   /** An HTTP server answered. */
-  | { readonly kind: 'answered'; readonly status: number; readonly body: string };
+  | {
+      readonly kind: 'answered';
+      readonly status: number;
+      readonly body: string;
+      /** Response headers, names in lower case. */
+      readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+    };
 
 /** Sends one GET to `url` on a fresh connection and reports what answered, within `timeoutMs`. */
 export function probeHttp(url: string, timeoutMs: number): Promise<HttpProbe> {
@@ -24,6 +30,7 @@ export function probeHttp(url: string, timeoutMs: number): Promise<HttpProbe> {
           kind: 'answered',
           status: response.statusCode ?? 0,
           body: Buffer.concat(chunks).toString('utf8'),
+          headers: response.headers,
         }),
       );
       response.on('error', (error) => resolve({ kind: 'no-answer', reason: error.message }));
@@ -43,6 +50,14 @@ export const MOTO_PROBE_PATH = '/moto-api/';
 /** True when the probe of {@link MOTO_PROBE_PATH} was answered by moto's dashboard. */
 export function isMoto(probe: HttpProbe): boolean {
   return probe.kind === 'answered' && probe.status === 200 && /<title>\s*Moto\s*<\/title>/i.test(probe.body);
+}
+
+/** Header that lib/local/moto_server.py adds to every response (moto with DynamoDB served one request at a time). */
+export const SERIALIZED_MOTO_HEADER = 'x-tenang-moto';
+
+/** True when the moto that answered the probe is tenang's launcher (lib/local/moto_server.py), not a stock moto. */
+export function isSerializedMoto(probe: HttpProbe): boolean {
+  return isMoto(probe) && probe.kind === 'answered' && probe.headers[SERIALIZED_MOTO_HEADER] === 'serialized-dynamodb';
 }
 
 /** True when the Redis server at `url` answers PING within `timeoutMs`. */
