@@ -137,7 +137,7 @@ async function main(): Promise<void> {
   try {
     for (const config of configs) {
       for (const plan of plans) {
-        const r = await runChaos(chaos, { config, plan, jobs: opts.jobs, keys: opts.keys });
+        const r = await runChaos(chaos, { config, plan, jobs: opts.jobs, keys: opts.keys, logDir: 'reports/chaos' });
         results.push(r);
         const v = r.verdict;
         process.stdout.write(

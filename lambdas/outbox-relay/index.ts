@@ -2,9 +2,11 @@
  * outbox-relay (D6, Q1, B3): the orders table's stream is the transactional outbox. When an order
  * becomes PAID, this enqueues its follow-up jobs (lib/core/outbox.ts): a notification and one
  * reservation per line, each once per (order, version, job) thanks to a producer-side dedup
- * record, so a stream record delivered twice enqueues once. A follow-up still claimed by an
- * attempt that died before sending fails the record transiently: the mapping retries it, and once
- * that claim expires (the function timeout) the retry sends it. In degrade mode notifications are
+ * record, so a stream record delivered twice enqueues once. The claim names the stream record:
+ * its redelivery takes over a claim that its own earlier (ended) attempt left in flight and
+ * sends at once, where waiting for the claim to expire (the function timeout) would outlast the
+ * mapping's immediate retries and give the record up to the on-failure queue. A follow-up claimed
+ * by another record fails the record transiently until that claim expires. In degrade mode notifications are
  * shed (counted and logged, never dropped silently) and reservations are enqueued with a delay.
  */
 
@@ -181,6 +183,10 @@ export function createHandler(
       degraded: await degradedOrFalse(deps.isDegraded, logger),
       random,
       inFlightClaimSeconds: deps.functionTimeoutSeconds,
+      // The record's redelivery takes over its own dead attempt's claim instead of waiting it out.
+      ...(record.dynamodb?.SequenceNumber === undefined
+        ? {}
+        : { claimOwner: `stream-record:${record.dynamodb.SequenceNumber}` }),
       sentClaimSeconds: SENT_CLAIM_SECONDS,
       onDedupFailure: (step, key, error) =>
         logger.warn(`could not ${step} the dedup claim; it expires by itself`, {
@@ -189,7 +195,7 @@ export function createHandler(
         }),
     }).catch((error: unknown) => {
       if (error instanceof ClaimInFlightError) {
-        logger.warn('follow-up claimed by another attempt; the record is retried until its claim expires', {
+        logger.warn('follow-up claimed by another stream record; the record is retried until that claim expires', {
           dedupKey: error.key,
         });
       }

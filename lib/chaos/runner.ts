@@ -5,6 +5,8 @@
  * full drain with a deadline, reads the facts from the sources of truth and hands them to the
  * checker.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import {
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
@@ -213,6 +215,11 @@ export interface ChaosRunOptions {
   readonly keys: number;
   /** Deadline of the drain after the faults are lifted, ms. @default 240000 */
   readonly drainDeadlineMs?: number;
+  /**
+   * Directory that receives `<config>-<runId>.log`: every line the functions and the platform
+   * printed during the run, so a failure can be explained after the fact. @default - not saved
+   */
+  readonly logDir?: string;
 }
 
 /** What one run did and what the checker found. */
@@ -253,6 +260,19 @@ async function inParallel<T>(
 let runCounter = 0;
 
 /** Runs one configuration with one fault plan and checks it. */
+function saveRunLog(
+  dir: string,
+  file: string,
+  lines: { functions: readonly { fn: string; line: string }[]; platform: readonly string[] },
+): void {
+  mkdirSync(dir, { recursive: true });
+  const text = [
+    ...lines.platform.map((l) => `[platform] ${l}`),
+    ...lines.functions.map((l) => `[${l.fn}] ${l.line}`),
+  ].join('\n');
+  writeFileSync(path.join(dir, file), `${text}\n`);
+}
+
 export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Promise<ChaosRunResult> {
   const t0 = Date.now();
   runCounter += 1;
@@ -338,6 +358,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     await sleep(INVALIDATION_LAG_MS);
 
     const lines = chaos.takeLines();
+    if (opts.logDir !== undefined) saveRunLog(opts.logDir, `${config.name}-${runId}.log`, lines);
     const jobs = [...enqueued.values()];
     const facts = await readFacts({
       chaos,

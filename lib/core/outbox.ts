@@ -6,7 +6,8 @@
  * per line are enqueued. Each carries an idempotency key derived from the order, its version and
  * the job, and is guarded by a producer-side dedup claim on that key (Q1), so a stream record
  * delivered twice enqueues once. A claim left in flight by a dead attempt is never taken for
- * done: the record is retried until that claim expires, then sent. Degrade mode (B3): sheddable
+ * done: a redelivery of the same change takes it over and sends (the claim names the change);
+ * any other claimant is retried until that claim expires, then sends. Degrade mode (B3): sheddable
  * work is not enqueued (counted and logged by the caller), deferrable work is enqueued with a
  * delay, critical work goes ahead.
  */
@@ -49,6 +50,14 @@ export interface OutboxDeps {
    * attempt loses it; also how long a job whose attempt died waits before a retry sends it.
    */
   readonly inFlightClaimSeconds: number;
+  /**
+   * Who claims: the change's own identity (the stream record's sequence number). A redelivery of
+   * the same change takes over a claim that an earlier attempt of that change left in flight:
+   * that attempt has ended (a shard's records go to one invocation at a time), and waiting for
+   * its claim to expire would outlast the stream's immediate retries and give the record up.
+   * @default - no owner: any in-flight claim is waited out
+   */
+  readonly claimOwner?: string;
   /** Claim once enqueued, seconds: longer than a stream record can be redelivered. */
   readonly sentClaimSeconds: number;
   /**
@@ -117,11 +126,13 @@ export function followUpsForOrderChange(
  * Enqueues each follow-up once per dedup key, applying degrade-mode admission. A failed enqueue
  * gives its claim back and throws, so the stream record is retried; follow-ups enqueued before it
  * are found done on the retry.
- * @throws ClaimInFlightError (transient) when another attempt's claim holds a follow-up: that
- * attempt may have died between its claim and its send, so skipping would lose the job. The
- * stream record is retried; once the claim expires the retry sends it. At worst a job is then
- * sent twice (the dead attempt sent but did not confirm), which the consumers' own dedup absorbs
- * (Q2: notification key and provider idempotency key, reservation per order).
+ * A claim in flight under `claimOwner` (an earlier, ended attempt of the same change) is taken
+ * over at once. At worst a job is then sent twice (the dead attempt sent but did not confirm),
+ * which the consumers' own dedup absorbs (Q2: notification key and provider idempotency key,
+ * reservation per order).
+ * @throws ClaimInFlightError (transient) when another claimant's claim holds a follow-up: it may
+ * have died between its claim and its send, so skipping would lose the job. The stream record is
+ * retried; once the claim expires the retry sends it.
  */
 export async function relayFollowUps(
   followUps: readonly FollowUp[],
@@ -134,7 +145,7 @@ export async function relayFollowUps(
       outcomes.push({ kind: 'shed', followUp });
       continue;
     }
-    const claim = await deps.dedup.claim(followUp.dedupKey, deps.inFlightClaimSeconds);
+    const claim = await deps.dedup.claim(followUp.dedupKey, deps.inFlightClaimSeconds, deps.claimOwner);
     if (claim === 'done') {
       outcomes.push({ kind: 'duplicate', followUp });
       continue;

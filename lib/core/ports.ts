@@ -41,8 +41,14 @@ export type ClaimResult = 'claimed' | 'done' | 'in-flight';
  * record counts as absent.
  */
 export interface DedupStore {
-  /** Claims `key` as in flight for `ttlSeconds`, in one conditional write. */
-  claim(key: string, ttlSeconds: number): Promise<ClaimResult>;
+  /**
+   * Claims `key` as in flight for `ttlSeconds`, in one conditional write. With `owner`, an
+   * in-flight claim held by the same owner is taken over ('claimed'): for callers whose owner is
+   * only ever worked on by one attempt at a time, so a claim of theirs still in flight belongs to
+   * an attempt that has ended (a stream record: Lambda delivers a shard's records to one
+   * invocation at a time, so the record's redelivery means its previous attempt is over).
+   */
+  claim(key: string, ttlSeconds: number, owner?: string): Promise<ClaimResult>;
   /** Marks `key` done for `ttlSeconds` from now: the guarded work succeeded. */
   confirm(key: string, ttlSeconds: number): Promise<void>;
   /** Gives a claim back (the work it guarded failed and must be retried). */

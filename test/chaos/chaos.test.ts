@@ -14,6 +14,8 @@ const RUNS = Number(process.env.CHAOS_RUNS ?? 1);
 const JOBS = Number(process.env.CHAOS_JOBS ?? 12);
 const KEYS = Number(process.env.CHAOS_KEYS ?? 3);
 const ONLY = process.env.CHAOS_CONFIGS?.split(',').filter(Boolean);
+/** Every run's function and platform output, to explain a failure (reports/ is not committed). */
+const LOG_DIR = process.env.CHAOS_LOG_DIR ?? 'reports/chaos';
 const CONFIGS = FAULT_CONFIGS.filter((c) => ONLY === undefined || ONLY.includes(c.name));
 
 jest.setTimeout(15 * 60_000);
@@ -36,13 +38,13 @@ describe('chaos: every job ok after a full drain, under every fault configuratio
       await fc.assert(
         fc.asyncProperty(faultPlanArbitrary(), async (plan) => {
           // Act
-          const result = await runChaos(chaos, { config, plan, jobs: JOBS, keys: KEYS });
+          const result = await runChaos(chaos, { config, plan, jobs: JOBS, keys: KEYS, logDir: LOG_DIR });
           // Assess
           const violations = describeViolations(result.verdict);
           if (!result.drained) violations.unshift('the pipeline did not drain before the deadline');
           if (violations.length > 0) {
             throw new Error(
-              `${config.name} (run ${result.runId}, faults fired ${JSON.stringify(result.faultsFired)}):\n${violations.slice(0, 30).join('\n')}`,
+              `${config.name} (run ${result.runId}, log ${LOG_DIR}/${config.name}-${result.runId}.log, faults fired ${JSON.stringify(result.faultsFired)}):\n${violations.slice(0, 30).join('\n')}`,
             );
           }
         }),

@@ -106,6 +106,24 @@ describe('Class: DynamoDbDedupStore (moto)', () => {
     expect(outcome).toBe('claimed');
   });
 
+  it('when a claim names its owner, only the same owner takes it over while it is in flight, and nobody once it is done', async () => {
+    // Prepare
+    const store = new DynamoDbDedupStore(dynamo, table, manualClock());
+    const key = uniqueName('key');
+    await store.claim(key, 15, 'stream-record:1');
+
+    // Act
+    const byOther = await store.claim(key, 15, 'stream-record:2');
+    const anonymous = await store.claim(key, 15);
+    const bySame = await store.claim(key, 15, 'stream-record:1');
+    await store.confirm(key, 3600);
+    const sameAfterDone = await store.claim(key, 15, 'stream-record:1');
+
+    // Assess
+    expect([byOther, anonymous, bySame, sameAfterDone]).toEqual(['in-flight', 'in-flight', 'claimed', 'done']);
+    expect((await record(key))?.status).toEqual({ S: 'done' });
+  });
+
   it('when a record was written before statuses existed, it counts as done', async () => {
     // Prepare
     const clock = manualClock();

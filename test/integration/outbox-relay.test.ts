@@ -179,6 +179,25 @@ async function paidOrderEvent(orderId: string): Promise<DynamoDBStreamEvent> {
 }
 
 /** Receives (and leaves in flight) every visible message of `queueUrl` that belongs to `orderId`. */
+/** Starts a relay on `event` whose process stops inside its first send; true once it holds its claim. */
+async function deadRelayHolding(event: DynamoDBStreamEvent, start: number): Promise<boolean> {
+  let sending = false;
+  const dead = await newRelay(false, {
+    clock: () => new Date(start),
+    enqueue: () => {
+      sending = true;
+      return new Promise<void>(() => undefined);
+    },
+  });
+  void dead.handle(event);
+  await pollUntil(() => Promise.resolve(sending ? true : undefined), {
+    description: 'the dead relay to reach its send',
+    deadlineMs: 10_000,
+    intervalMs: 10,
+  });
+  return sending;
+}
+
 async function drain(queueUrl: string, orderId: string): Promise<JobEnvelope[]> {
   const found: JobEnvelope[] = [];
   let emptyReceives = 0;
@@ -236,26 +255,40 @@ describe('Outbox relay (moto)', () => {
     expect(r.metricNames().filter((n) => n === METRIC.duplicateIgnored)).toHaveLength(3);
   });
 
-  it('when the relay dies between claiming a follow-up and sending it, a retry within the claim fails the record and one after it enqueues each follow-up exactly once', async () => {
+  it('when the relay dies between claiming a follow-up and sending it, the immediate redelivery of the same record takes the claim over and enqueues each follow-up exactly once', async () => {
     // Prepare: the dead relay claims the notification (for the 15 s function timeout), then its
     // process stops inside the send.
     const orderId = uniqueName('ord');
     const event = await paidOrderEvent(orderId);
     const start = Date.now();
-    let sending = false;
-    const dead = await newRelay(false, {
-      clock: () => new Date(start),
-      enqueue: () => {
-        sending = true;
-        return new Promise<void>(() => undefined);
-      },
-    });
-    void dead.handle(event);
-    await pollUntil(() => Promise.resolve(sending ? true : undefined), {
-      description: 'the dead relay to reach its send',
-      deadlineMs: 10_000,
-      intervalMs: 10,
-    });
+    const dead = await deadRelayHolding(event, start);
+
+    // Act: the mapping's immediate retry (1 s later, well within the claim), then a duplicate delivery.
+    const retry = await (await newRelay(false, { clock: () => new Date(start + 1_000) })).handle(event);
+    const again = await (await newRelay(false, { clock: () => new Date(start + 2_000) })).handle(event);
+    const notifications = await drain(queues.notification, orderId);
+    const reservations = await drain(queues.inventory, orderId);
+
+    // Assess
+    expect(dead).toBe(true);
+    expect([retry.batchItemFailures, again.batchItemFailures]).toEqual([[], []]);
+    expect(notifications.map((e) => e.idempotencyKey)).toEqual([
+      `order:${orderId}:v1:notification.send:order-paid`,
+    ]);
+    expect(reservations.map((e) => e.idempotencyKey)).toEqual([
+      `order:${orderId}:v1:inventory.reserve:0:sku-a`,
+      `order:${orderId}:v1:inventory.reserve:1:sku-b`,
+    ]);
+  });
+
+  it('when a follow-up is claimed by another stream record, the record fails transiently within that claim and enqueues exactly once after it', async () => {
+    // Prepare: a dead relay of the same change under other sequence numbers holds the claim.
+    const orderId = uniqueName('ord');
+    const event = await paidOrderEvent(orderId);
+    const start = Date.now();
+    const other = structuredClone(event);
+    for (const r of other.Records) if (r.dynamodb) r.dynamodb.SequenceNumber = `9${r.dynamodb.SequenceNumber ?? ''}`;
+    const dead = await deadRelayHolding(other, start);
     const modify = event.Records[1]?.dynamodb?.SequenceNumber;
 
     // Act
@@ -266,15 +299,11 @@ describe('Outbox relay (moto)', () => {
     const reservations = await drain(queues.inventory, orderId);
 
     // Assess
+    expect(dead).toBe(true);
     expect(early.batchItemFailures).toEqual([{ itemIdentifier: modify }]);
     expect([late.batchItemFailures, again.batchItemFailures]).toEqual([[], []]);
-    expect(notifications.map((e) => e.idempotencyKey)).toEqual([
-      `order:${orderId}:v1:notification.send:order-paid`,
-    ]);
-    expect(reservations.map((e) => e.idempotencyKey)).toEqual([
-      `order:${orderId}:v1:inventory.reserve:0:sku-a`,
-      `order:${orderId}:v1:inventory.reserve:1:sku-b`,
-    ]);
+    expect(notifications).toHaveLength(1);
+    expect(reservations).toHaveLength(2);
   });
 
   it('when the stage is degraded, the notification is shed and counted, and the reservations are enqueued delayed', async () => {

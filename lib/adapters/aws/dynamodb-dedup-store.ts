@@ -10,6 +10,8 @@ import { TABLE_KEYS } from '../../config/tables';
 
 /** The attribute holding a record's status, 'in-flight' or 'done' (a reserved word in expressions). */
 const STATUS = 'status';
+/** The attribute naming who holds an in-flight claim, when the claim named an owner. */
+const OWNER = 'owner';
 
 /**
  * Dedup records: `{ dedupKey, status, expiration }`; an expired record counts as absent (TTL
@@ -30,17 +32,31 @@ export class DynamoDbDedupStore implements DedupStore {
    * One conditional put; when the key is held, the failed condition returns the record
    * (ReturnValuesOnConditionCheckFailure), so telling 'done' from 'in-flight' costs no read.
    */
-  public async claim(key: string, ttlSeconds: number): Promise<ClaimResult> {
+  public async claim(key: string, ttlSeconds: number, owner?: string): Promise<ClaimResult> {
     const nowEpoch = this.nowEpoch();
     const { partitionKey, ttl } = TABLE_KEYS.dedup;
+    const free = 'attribute_not_exists(#k) OR #ttl < :now';
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { [partitionKey]: key, [STATUS]: 'in-flight', [ttl]: nowEpoch + ttlSeconds },
-          ConditionExpression: 'attribute_not_exists(#k) OR #ttl < :now',
-          ExpressionAttributeNames: { '#k': partitionKey, '#ttl': ttl },
-          ExpressionAttributeValues: { ':now': nowEpoch },
+          Item: {
+            [partitionKey]: key,
+            [STATUS]: 'in-flight',
+            [ttl]: nowEpoch + ttlSeconds,
+            ...(owner === undefined ? {} : { [OWNER]: owner }),
+          },
+          ConditionExpression:
+            owner === undefined ? free : `${free} OR (#status = :inFlight AND #owner = :owner)`,
+          ExpressionAttributeNames: {
+            '#k': partitionKey,
+            '#ttl': ttl,
+            ...(owner === undefined ? {} : { '#status': STATUS, '#owner': OWNER }),
+          },
+          ExpressionAttributeValues: {
+            ':now': nowEpoch,
+            ...(owner === undefined ? {} : { ':inFlight': 'in-flight', ':owner': owner }),
+          },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );

@@ -5,6 +5,8 @@ import type { ClaimResult, Clock, DedupStore } from '../../core/ports';
 export interface DedupRecord {
   readonly status: 'in-flight' | 'done';
   readonly expiration: number;
+  /** Who claimed it, when the claim named an owner. */
+  readonly owner?: string;
 }
 
 /** An in-memory dedup store; an expired record counts as absent, as in DynamoDbDedupStore. */
@@ -14,11 +16,12 @@ export class InMemoryDedupStore implements DedupStore {
 
   public constructor(private readonly clock: Clock = () => new Date()) {}
 
-  public claim(key: string, ttlSeconds: number): Promise<ClaimResult> {
+  public claim(key: string, ttlSeconds: number, owner?: string): Promise<ClaimResult> {
     const now = this.nowEpoch();
     const held = this.claims.get(key);
-    if (held !== undefined && held.expiration >= now) return Promise.resolve(held.status);
-    this.claims.set(key, { status: 'in-flight', expiration: now + ttlSeconds });
+    const ownTakeOver = owner !== undefined && held?.status === 'in-flight' && held.owner === owner;
+    if (held !== undefined && held.expiration >= now && !ownTakeOver) return Promise.resolve(held.status);
+    this.claims.set(key, { status: 'in-flight', expiration: now + ttlSeconds, ...(owner === undefined ? {} : { owner }) });
     return Promise.resolve('claimed');
   }
 

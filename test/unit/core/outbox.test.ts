@@ -261,6 +261,47 @@ describe('Function: relayFollowUps', () => {
     },
   );
 
+  it('when the same change comes back after its attempt died between claim and send, the redelivery takes its claim over and sends every follow-up once, at once', async () => {
+    // Prepare: the dead attempt of stream record 42 claimed the first follow-up (for 15 s).
+    const clock = manualClock(NOW);
+    const dedup = new InMemoryDedupStore(clock);
+    const sent: Array<{ envelope: JobEnvelope; delaySeconds: number }> = [];
+    const followUps = followUpsForOrderChange('PENDING', paidOrder(), NOW);
+    void relayFollowUps(
+      followUps,
+      deps({ dedup, claimOwner: 'stream-record:42', enqueue: () => new Promise<void>(() => undefined) }),
+    ).catch(() => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Act: the immediate retry of record 42, well within the claim; then another record of it.
+    clock.advance(1_000);
+    const retry = await relayFollowUps(followUps, deps({ dedup, sent, claimOwner: 'stream-record:42' }));
+    const other = await relayFollowUps(followUps, deps({ dedup, sent, claimOwner: 'stream-record:43' }));
+
+    // Assess
+    expect(retry.map((o) => o.kind)).toEqual(['enqueued', 'enqueued', 'enqueued']);
+    expect(other.map((o) => o.kind)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    expect(sent.map((s) => s.envelope.idempotencyKey)).toEqual(
+      followUps.map((f) => f.envelope.idempotencyKey),
+    );
+  });
+
+  it('when a claim in flight belongs to another stream record, the change waits for it (transient failure) instead of taking it over', async () => {
+    // Prepare
+    const dedup = new InMemoryDedupStore(() => NOW);
+    const followUps = followUpsForOrderChange('PENDING', paidOrder(), NOW);
+    await dedup.claim(followUps[0]?.dedupKey ?? '', 15, 'stream-record:41');
+
+    // Act
+    const error = await relayFollowUps(followUps, deps({ dedup, claimOwner: 'stream-record:42' })).catch(
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).toBeInstanceOf(ClaimInFlightError);
+    expect(dedup.claims.get(followUps[0]?.dedupKey ?? '')?.owner).toBe('stream-record:41');
+  });
+
   it('when another attempt is enqueueing a later follow-up, the ones before it are enqueued and the record is retried', async () => {
     // Prepare
     const dedup = new InMemoryDedupStore(() => NOW);
