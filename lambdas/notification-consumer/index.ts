@@ -59,6 +59,8 @@ export const NotificationConsumerEnvSchema = z.object({
   DEGRADE_FLAG: nonEmpty(),
   QUEUE_URL: z.url(),
   DLQ_URL: z.url(),
+  /** Side queue for notifications past their useful age (set by WorkerQueue when the config declares one). */
+  EXPIRED_QUEUE_URL: z.optional(z.url()),
 });
 export type NotificationConsumerEnv = z.infer<typeof NotificationConsumerEnvSchema>;
 
@@ -67,6 +69,8 @@ export interface NotificationConsumerDeps {
   readonly jobType: ResolvedJobType;
   readonly queueUrl: string;
   readonly dlqUrl: string;
+  /** Where notifications past their useful age go (the config's usefulAgeSeconds). */
+  readonly expiredQueueUrl?: string;
   readonly sqs: SQSClient;
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -160,6 +164,7 @@ export function createHandler(
     expectedType: 'notification.send',
     queueUrl: deps.queueUrl,
     dlqUrl: deps.dlqUrl,
+    ...(deps.expiredQueueUrl === undefined ? {} : { expiredQueueUrl: deps.expiredQueueUrl }),
     sqs: deps.sqs,
     logger: deps.logger,
     metrics: deps.metrics,
@@ -191,6 +196,7 @@ export function depsFromEnv(
     jobType,
     queueUrl: env.QUEUE_URL,
     dlqUrl: env.DLQ_URL,
+    ...(env.EXPIRED_QUEUE_URL === undefined ? {} : { expiredQueueUrl: env.EXPIRED_QUEUE_URL }),
     sqs: clients.sqs,
     logger,
     metrics,

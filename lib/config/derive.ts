@@ -26,6 +26,8 @@ export interface DerivedAlarmSettings {
 export interface ResolvedJobType extends JobType {
   readonly queueName: string;
   readonly dlqName: string;
+  /** Side queue of jobs past their useful age; only when usefulAgeSeconds is declared. */
+  readonly expiredQueueName: string | undefined;
   readonly visibilityTimeoutSeconds: number;
   readonly dlqRetentionSeconds: number;
   /** Total attempts per message, including the first: maxReceiveCount (one retry layer, R6). */
@@ -113,6 +115,7 @@ export function resolveJobType(stage: Stage, job: JobType): ResolvedJobType {
     ...job,
     queueName: `${base}${suffix}`,
     dlqName: `${base}-dlq${suffix}`,
+    expiredQueueName: job.usefulAgeSeconds === undefined ? undefined : `${base}-expired${suffix}`,
     visibilityTimeoutSeconds: deriveVisibilityTimeoutSeconds(
       job.function.timeoutSeconds,
       job.batch.windowSeconds,

@@ -89,6 +89,23 @@ function checkJobType(at: string, job: JobType): string[] {
       `${at}.queue.retentionSeconds: a poison message can take ${worstCase} s to reach the DLQ, longer than the retention; it would be deleted unseen`,
     );
   }
+  if (job.usefulAgeSeconds !== undefined) {
+    if (job.criticality !== 'sheddable') {
+      problems.push(
+        `${at}.usefulAgeSeconds: only sheddable work may expire; ${job.criticality} work is never skipped (B5)`,
+      );
+    }
+    if (job.usefulAgeSeconds <= job.latencyObjectiveSeconds) {
+      problems.push(
+        `${at}.usefulAgeSeconds: must exceed latencyObjectiveSeconds (${job.latencyObjectiveSeconds} s), or jobs expire while still on time`,
+      );
+    }
+    if (job.usefulAgeSeconds >= job.queue.retentionSeconds) {
+      problems.push(
+        `${at}.usefulAgeSeconds: must be below queue.retentionSeconds (${job.queue.retentionSeconds} s), or SQS deletes old jobs before they can be moved aside and counted`,
+      );
+    }
+  }
   if (job.criticality === 'critical' && !job.idempotent) {
     problems.push(`${at}.idempotent: critical work must be idempotent (D1)`);
   }

@@ -46,6 +46,8 @@ export const METRIC = {
   cacheBypass: 'CacheBypass',
   /** Sheddable work refused in degrade mode (B3); never dropped silently. */
   jobShed: 'JobShed',
+  /** Sheddable work past its useful age moved to the side queue instead of run (B5). */
+  jobExpired: 'JobExpired',
   /** 1 while a consumer's pause flag says paused (flag reconciler). */
   paused: 'Paused',
   /** 1 while a pause is past its expiry. */

@@ -84,6 +84,13 @@ export const JobTypeSchema = z.object({
   criticality: Criticality,
   /** How old the oldest waiting job may get before the business notices, seconds. */
   latencyObjectiveSeconds: intIn(1),
+  /**
+   * Sheddable work only (B5): age after which a job is no longer worth doing, seconds from its
+   * enqueue. An older job is not run: the consumer moves it to the job type's side queue
+   * (`<queue>-expired`) and counts it (JobExpired), so a backlog drains without sending stale
+   * work and nothing is dropped silently. @default - never expires
+   */
+  usefulAgeSeconds: z.optional(intIn(60, AWS_LIMITS.sqsRetentionSeconds.max)),
   owner: nonEmpty(),
   dependencies: z.array(nonEmpty()),
   idempotent: z.boolean(),

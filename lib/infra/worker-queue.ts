@@ -30,6 +30,11 @@ export class WorkerQueue extends Construct {
   public readonly queue: sqs.Queue;
   /** Where messages land after maxReceiveCount receives or a permanent error. */
   public readonly deadLetterQueue: sqs.Queue;
+  /**
+   * Side queue of jobs past their useful age (B5): only for job types that declare
+   * usefulAgeSeconds. Nothing reads it; operators inspect it and it expires with the DLQ retention.
+   */
+  public readonly expiredQueue: sqs.Queue | undefined;
   /** The consumer. */
   public readonly consumer: TenangFunction;
   /** The SQS event source mapping; the flag reconciler toggles it. */
@@ -45,8 +50,8 @@ export class WorkerQueue extends Construct {
           : `visibility timeout ${p.jobType.visibilityTimeoutSeconds} s is below ${VISIBILITY_TIMEOUT_FACTOR} × the function timeout; resolve the job type with loadPipelineConfig`,
       (p) => environmentProblems(p.environment),
       (p) =>
-        ['QUEUE_URL', 'DLQ_URL'].some((k) => k in (p.environment ?? {}))
-          ? 'QUEUE_URL and DLQ_URL are set by WorkerQueue itself'
+        ['QUEUE_URL', 'DLQ_URL', 'EXPIRED_QUEUE_URL'].some((k) => k in (p.environment ?? {}))
+          ? 'QUEUE_URL, DLQ_URL and EXPIRED_QUEUE_URL are set by WorkerQueue itself'
           : undefined,
     ]);
     const fifo = jobType.queue.kind === 'fifo';
@@ -61,6 +66,25 @@ export class WorkerQueue extends Construct {
       id: 'Serverless-SQSRedrivePolicy',
       reason: 'This is the dead-letter queue itself; a redrive from it would loop poison messages forever.',
     });
+
+    this.expiredQueue =
+      jobType.expiredQueueName === undefined
+        ? undefined
+        : new sqs.Queue(this, 'ExpiredQueue', {
+            ...QUEUE_DEFAULTS,
+            queueName: jobType.expiredQueueName,
+            fifo: fifo || undefined,
+            retentionPeriod: Duration.seconds(jobType.dlqRetentionSeconds),
+          });
+    if (this.expiredQueue !== undefined) {
+      for (const id of ['AwsSolutions-SQS3', 'Serverless-SQSRedrivePolicy']) {
+        Validations.of(this.expiredQueue).acknowledge({
+          id,
+          reason:
+            'Side queue of jobs past their useful age, terminal like a DLQ: nothing consumes it, so there is nothing to redrive.',
+        });
+      }
+    }
 
     this.queue = new sqs.Queue(this, 'Queue', {
       ...QUEUE_DEFAULTS,
@@ -82,6 +106,7 @@ export class WorkerQueue extends Construct {
         ...props.environment,
         QUEUE_URL: this.queue.queueUrl,
         DLQ_URL: this.deadLetterQueue.queueUrl,
+        ...(this.expiredQueue === undefined ? {} : { EXPIRED_QUEUE_URL: this.expiredQueue.queueUrl }),
       },
       noAsyncDlqReason:
         'Invoked synchronously by an SQS event source mapping: failed messages return to the queue and reach its DLQ.',
@@ -102,5 +127,6 @@ export class WorkerQueue extends Construct {
     fn.addEventSource(this.eventSource);
     // Permanent errors go to the DLQ at once, with their error class (R1, X2).
     this.deadLetterQueue.grantSendMessages(fn);
+    this.expiredQueue?.grantSendMessages(fn);
   }
 }

@@ -122,6 +122,12 @@ function facts(c: Consumer): [string, string][] {
         'latency objective',
         `${seconds(j.latencyObjectiveSeconds)}: the oldest-age alarm fires past it (${j.alarms.datapointsToAlarm} of ${j.alarms.evaluationPeriods} minutes)`,
       ],
+      [
+        'useful age',
+        j.usefulAgeSeconds === undefined || j.expiredQueueName === undefined
+          ? 'none: every job is done however late'
+          : `${seconds(j.usefulAgeSeconds)}: an older job is not run but moved to \`${j.expiredQueueName}\` and counted (JobExpired); a backlog drains without sending stale work`,
+      ],
       ['cost of pausing', j.pauseCost],
       ['may be paused', j.neededForRecovery ? 'only with `--force`: recovery needs it' : 'yes'],
     ];

@@ -70,12 +70,13 @@ describe('Function: buildApp', () => {
     expect(act).toThrow(/tenang:target must be "aws" or "emulator"/);
   });
 
-  it('when synthesized, it creates a queue and a DLQ per job type, an on-failure queue per stream consumer, and the five tables', () => {
+  it('when synthesized, it creates a queue and a DLQ per job type, an on-failure queue per stream consumer, the side queue of expiring work, and the five tables', () => {
     // Act
     const { template } = synthesize();
 
     // Assess
-    template.resourceCountIs('AWS::SQS::Queue', 3 * 2 + 2);
+    // A queue and a DLQ per job type, an on-failure queue per stream consumer, the notifications' side queue.
+    template.resourceCountIs('AWS::SQS::Queue', 3 * 2 + 2 + 1);
     template.resourceCountIs('AWS::DynamoDB::Table', 5);
     template.hasResourceProperties('AWS::SQS::Queue', {
       QueueName: 'tenang-dev-payment-capture.fifo',

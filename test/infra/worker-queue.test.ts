@@ -223,6 +223,61 @@ describe('Class: WorkerQueue', () => {
     });
   });
 
+  describe('Side queue of expired jobs (B5)', () => {
+    const expiring = jobTypes.filter(([, j]) => j.usefulAgeSeconds !== undefined);
+    const lasting = jobTypes.filter(([, j]) => j.usefulAgeSeconds === undefined);
+
+    it('when the reference pipeline is built, exactly the sheddable notifications expire', () => {
+      // Assess
+      expect(expiring.map(([name]) => name)).toEqual(['notification.send']);
+    });
+
+    it.each(expiring)(
+      'when %s declares a useful age, its side queue is encrypted, kept as long as the DLQ, handed to the consumer and writable by it alone',
+      (name, jobType) => {
+        // Prepare
+        const w = worker(name);
+        const side = w.expiredQueue;
+        if (side === undefined) throw new Error(`${name} has no side queue`);
+
+        // Act
+        const queue = propertiesOf(template, side);
+        const env = propertiesOf(template, w.consumer.function).Environment as {
+          Variables: Record<string, unknown>;
+        };
+        const actions = actionsAllowedOn(template, w.consumer.function, getAtt(side, 'Arn'));
+
+        // Assess
+        expect(queue).toMatchObject({
+          QueueName: jobType.expiredQueueName,
+          MessageRetentionPeriod: DLQ_RETENTION_SECONDS,
+          SqsManagedSseEnabled: true,
+        });
+        expect(queue.RedrivePolicy).toBeUndefined();
+        expect(env.Variables.EXPIRED_QUEUE_URL).toEqual(ref(side));
+        expect(actions).toContain('sqs:SendMessage');
+        expect(actions).not.toContain('sqs:ReceiveMessage');
+      },
+    );
+
+    it.each(lasting)(
+      'when %s declares no useful age, it has no side queue and no EXPIRED_QUEUE_URL',
+      (name) => {
+        // Prepare
+        const w = worker(name);
+
+        // Act
+        const env = propertiesOf(template, w.consumer.function).Environment as {
+          Variables: Record<string, unknown>;
+        };
+
+        // Assess
+        expect(w.expiredQueue).toBeUndefined();
+        expect(env.Variables).not.toHaveProperty('EXPIRED_QUEUE_URL');
+      },
+    );
+  });
+
   describe('Event source mapping', () => {
     it.each(jobTypes)(
       'when the job type is %s, it maps the queue with partial batch responses, the batch size and the maximum concurrency of the config',
@@ -296,14 +351,16 @@ describe('Class: WorkerQueue', () => {
       ]);
     });
 
-    it.each(['QUEUE_URL', 'DLQ_URL'])(
+    it.each(['QUEUE_URL', 'DLQ_URL', 'EXPIRED_QUEUE_URL'])(
       'when the environment sets %s, it fails: WorkerQueue sets it',
       (name) => {
         // Act
         const error = propsErrorOf(() => build(payment, { environment: { [name]: 'https://elsewhere' } }));
 
         // Assess
-        expect(error.problems).toEqual(['QUEUE_URL and DLQ_URL are set by WorkerQueue itself']);
+        expect(error.problems).toEqual([
+          'QUEUE_URL, DLQ_URL and EXPIRED_QUEUE_URL are set by WorkerQueue itself',
+        ]);
       },
     );
 

@@ -42,6 +42,7 @@ let dedupTable: string;
 let provider: FakeProvider | undefined;
 let queueUrl: string | undefined;
 let dlqUrl: string | undefined;
+let expiredUrl: string | undefined;
 
 async function createQueue(name: string, attributes: Record<string, string>): Promise<string> {
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
@@ -85,6 +86,7 @@ beforeAll(async () => {
     DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
     QUEUE_URL: 'http://localhost/unused',
     DLQ_URL: 'http://localhost/unused-dlq',
+    EXPIRED_QUEUE_URL: 'http://localhost/unused-expired',
   });
   try {
     consumer = await import('../../lambdas/notification-consumer');
@@ -96,6 +98,7 @@ beforeAll(async () => {
 beforeEach(async () => {
   provider = await startFakeProvider({ kind: 'messages' });
   dlqUrl = await createQueue(uniqueName('notify-dlq'), {});
+  expiredUrl = await createQueue(uniqueName('notify-expired'), {});
   queueUrl = await createQueue(uniqueName('notify'), {
     VisibilityTimeout: String(jobType.visibilityTimeoutSeconds),
     RedrivePolicy: JSON.stringify({
@@ -108,11 +111,12 @@ beforeEach(async () => {
 afterEach(async () => {
   await provider?.close();
   provider = undefined;
-  for (const url of [queueUrl, dlqUrl]) {
+  for (const url of [queueUrl, dlqUrl, expiredUrl]) {
     if (url !== undefined) await sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
   }
   queueUrl = undefined;
   dlqUrl = undefined;
+  expiredUrl = undefined;
 });
 
 afterAll(async () => {
@@ -135,6 +139,7 @@ function newHandler(breakerClock: ManualClock): ReturnType<typeof NotificationCo
     jobType,
     queueUrl: required(queueUrl),
     dlqUrl: required(dlqUrl),
+    expiredQueueUrl: required(expiredUrl),
     sqs,
     logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
@@ -151,11 +156,11 @@ function payload(orderId: string): NotificationSendPayload {
   return { orderId, template: 'order-paid', recipient: 'ayu@example.com', orderVersion: 2 };
 }
 
-async function sendNotification(orderId: string, copy = 1): Promise<void> {
+async function sendNotification(orderId: string, copy = 1, enqueuedAt = new Date()): Promise<void> {
   const envelope = makeEnvelope('notification.send', payload(orderId), {
     idempotencyKey: notificationKey(orderId, 'order-paid'),
     correlationId: `corr-${orderId}-${copy}`,
-    now: new Date(),
+    now: enqueuedAt,
   });
   await sqs.send(
     new SendMessageCommand({ QueueUrl: required(queueUrl), MessageBody: JSON.stringify(envelope) }),
@@ -235,6 +240,44 @@ describe('Integration: notification-consumer (moto + fake messaging provider)', 
       .map((entry) => entry.idempotencyKey)
       .sort();
     expect(sentKeys).toEqual(orders.map((orderId) => notificationKey(orderId, 'order-paid')).sort());
+    expect(await attribute(required(queueUrl), 'ApproximateNumberOfMessages')).toBe('0');
+    expect(await attribute(required(dlqUrl), 'ApproximateNumberOfMessages')).toBe('0');
+  });
+});
+
+describe('notification-consumer: a backlog older than the useful age (B5, moto)', () => {
+  it('when a drained backlog holds notifications past their useful age, those go to the side queue with their age and are not sent; the fresh ones are sent once; nothing reaches the DLQ', async () => {
+    // Prepare: three notifications enqueued seven hours ago (useful for six), two just now.
+    const usefulAge = jobType.usefulAgeSeconds ?? 0;
+    const longAgo = new Date(Date.now() - (usefulAge + 3_600) * 1000);
+    const stale = ['ord-s1', 'ord-s2', 'ord-s3'].map((id) => uniqueName(id));
+    const fresh = ['ord-f1', 'ord-f2'].map((id) => uniqueName(id));
+    for (const id of stale) await sendNotification(id, 1, longAgo);
+    for (const id of fresh) await sendNotification(id);
+    const handler = newHandler(manualClock());
+
+    // Act
+    const delivered = await deliver(handler, 5);
+    const aside = await receiveSqsEventOf(sqs, required(expiredUrl), 3, { deadlineMs: 15_000 });
+
+    // Assess
+    expect(usefulAge).toBeGreaterThan(0);
+    expect(delivered.failed).toBe(0);
+    expect(
+      required(provider)
+        .ledger()
+        .map((e) => e.idempotencyKey)
+        .sort(),
+    ).toEqual(fresh.map((id) => notificationKey(id, 'order-paid')).sort());
+    expect(
+      aside.Records.map(
+        (r) => (JSON.parse(r.body) as { payload: { orderId: string } }).payload.orderId,
+      ).sort(),
+    ).toEqual([...stale].sort());
+    for (const r of aside.Records) {
+      expect(Number(r.messageAttributes['tenang-age-seconds']?.stringValue)).toBeGreaterThan(usefulAge);
+      expect(r.messageAttributes['tenang-job-type']?.stringValue).toBe('notification.send');
+    }
     expect(await attribute(required(queueUrl), 'ApproximateNumberOfMessages')).toBe('0');
     expect(await attribute(required(dlqUrl), 'ApproximateNumberOfMessages')).toBe('0');
   });

@@ -10,7 +10,9 @@
  *   group-mates skipped behind it are made visible at once, so they do not hold the group for
  *   the whole visibility timeout);
  * - a deferral (busy lock, degrade mode) re-sends the message with a delay instead of failing
- *   it, so waiting never pushes a job towards the DLQ.
+ *   it, so waiting never pushes a job towards the DLQ;
+ * - sheddable work older than its useful age is not run: it is moved to the side queue with its
+ *   age and counted (JobExpired), so a drained backlog sends no stale work and drops nothing.
  */
 import {
   BatchProcessor,
@@ -65,6 +67,16 @@ export const DLQ_ATTRIBUTE = {
   sourceMessageId: 'tenang-source-message-id',
 } as const;
 
+/** Message attributes carried by a job moved to the side queue past its useful age (B5). */
+export const EXPIRED_ATTRIBUTE = {
+  ageSeconds: 'tenang-age-seconds',
+  usefulAgeSeconds: 'tenang-useful-age-seconds',
+  expiredAt: 'tenang-expired-at',
+  jobType: 'tenang-job-type',
+  correlationId: 'tenang-correlation-id',
+  sourceMessageId: 'tenang-source-message-id',
+} as const;
+
 /** Attribute counting how often a message was deferred. */
 export const DEFERRALS_ATTRIBUTE = 'tenang-deferrals';
 
@@ -78,6 +90,8 @@ export interface SqsJobRunnerOptions<T extends JobTypeName> {
   readonly expectedType: T;
   readonly queueUrl: string;
   readonly dlqUrl: string;
+  /** Side queue for jobs past their useful age; required when the job type declares usefulAgeSeconds. */
+  readonly expiredQueueUrl?: string;
   readonly sqs: SQSClient;
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -134,6 +148,32 @@ export function createSqsJobRunner<T extends JobTypeName>(
   const fifo = opts.jobType.queue.kind === 'fifo';
   const random = opts.random ?? Math.random;
   const now = opts.now ?? ((): Date => new Date());
+  const usefulAgeSeconds = opts.jobType.usefulAgeSeconds;
+  if (usefulAgeSeconds !== undefined && opts.expiredQueueUrl === undefined) {
+    throw new Error(
+      `${opts.jobType.name} declares usefulAgeSeconds but its consumer has no side queue (EXPIRED_QUEUE_URL)`,
+    );
+  }
+
+  /** Moves a job past its useful age to the side queue; a failed send throws, so the job is retried, never lost. */
+  async function expire(record: SQSRecord, job: JobEnvelope<T>, ageSeconds: number): Promise<void> {
+    await opts.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: opts.expiredQueueUrl,
+        MessageBody: record.body,
+        MessageAttributes: {
+          [EXPIRED_ATTRIBUTE.ageSeconds]: { DataType: 'Number', StringValue: String(Math.floor(ageSeconds)) },
+          [EXPIRED_ATTRIBUTE.usefulAgeSeconds]: { DataType: 'Number', StringValue: String(usefulAgeSeconds) },
+          [EXPIRED_ATTRIBUTE.expiredAt]: str(now().toISOString()),
+          [EXPIRED_ATTRIBUTE.jobType]: str(opts.jobType.name),
+          [EXPIRED_ATTRIBUTE.correlationId]: str(job.correlationId),
+          [EXPIRED_ATTRIBUTE.sourceMessageId]: str(record.messageId),
+        },
+        MessageGroupId: fifo ? record.attributes.MessageGroupId : undefined,
+        MessageDeduplicationId: fifo ? record.messageId : undefined,
+      }),
+    );
+  }
 
   async function deadLetter(
     record: SQSRecord,
@@ -261,11 +301,17 @@ export function createSqsJobRunner<T extends JobTypeName>(
       logger = logger.createChild({
         persistentKeys: { correlationId: job.correlationId, idempotencyKey: job.idempotencyKey },
       });
-      opts.metrics.addMetric(
-        METRIC.queueLatency,
-        MetricUnit.Milliseconds,
-        Math.max(0, now().getTime() - Date.parse(job.enqueuedAt)),
-      );
+      const ageMs = Math.max(0, now().getTime() - Date.parse(job.enqueuedAt));
+      opts.metrics.addMetric(METRIC.queueLatency, MetricUnit.Milliseconds, ageMs);
+      if (usefulAgeSeconds !== undefined && ageMs > usefulAgeSeconds * 1000) {
+        await expire(record, job, ageMs / 1000);
+        opts.metrics.addMetric(METRIC.jobExpired, MetricUnit.Count, 1);
+        logger.warn('job past its useful age; moved to the side queue, not run', {
+          ageSeconds: Math.floor(ageMs / 1000),
+          usefulAgeSeconds,
+        });
+        return;
+      }
       const outcome = await opts.handle(job, {
         attempt,
         messageId: record.messageId,

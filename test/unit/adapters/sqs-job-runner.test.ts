@@ -12,6 +12,7 @@ import 'aws-sdk-client-mock-jest';
 import {
   DEFERRALS_ATTRIBUTE,
   DLQ_ATTRIBUTE,
+  EXPIRED_ATTRIBUTE,
   createSqsJobRunner,
   type JobContext,
   type JobOutcome,
@@ -50,12 +51,12 @@ function payloadOf<T extends JobTypeName>(type: T, orderId: string): PayloadOf<T
 }
 
 /** The JSON body of a valid job of `type` for `orderId`. */
-function jobBody(type: JobTypeName, orderId = 'ord-1'): string {
+function jobBody(type: JobTypeName, orderId = 'ord-1', enqueuedAt = ENQUEUED_AT): string {
   return JSON.stringify(
     makeEnvelope(type, payloadOf(type, orderId), {
       idempotencyKey: `${type}:${orderId}`,
       correlationId: `corr-${orderId}`,
-      now: ENQUEUED_AT,
+      now: enqueuedAt,
     }),
   );
 }
@@ -138,6 +139,9 @@ function runnerFor(jobType: ResolvedJobType, behaviour: Behaviour = {}) {
     expectedType: jobType.name as JobTypeName,
     queueUrl: queueUrl(jobType.queueName),
     dlqUrl: queueUrl(jobType.dlqName),
+    ...(jobType.expiredQueueName === undefined
+      ? {}
+      : { expiredQueueUrl: queueUrl(jobType.expiredQueueName) }),
     sqs: new SQSClient({ region: REGION }),
     logger: new Logger({ serviceName: jobType.consumer, logLevel: 'SILENT' }),
     metrics: new Metrics({ namespace: 'tenang', serviceName: jobType.consumer }),
@@ -533,6 +537,106 @@ describe('Function: createSqsJobRunner', () => {
       delays.forEach((delay, i) =>
         expect(delay).toBeLessThanOrEqual(backoffCeilingSeconds(NOTIFY.retry, i + 1)),
       );
+    });
+  });
+
+  describe('when sheddable work is past its useful age (B5)', () => {
+    const usefulAge = NOTIFY.usefulAgeSeconds ?? 0;
+    const agedBy = (seconds: number): Date => new Date(NOW.getTime() - seconds * 1000);
+
+    it('when one notification is older than its useful age, it goes to the side queue with its age, is counted and not run, and its fresh batch-mate runs', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY);
+      const stale = jobBody('notification.send', 'ord-old', agedBy(usefulAge + 1));
+      const fresh = jobBody('notification.send', 'ord-new');
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-old', body: stale }),
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-new', body: fresh }),
+        ),
+      );
+
+      // Assess
+      expect(usefulAge).toBeGreaterThan(NOTIFY.latencyObjectiveSeconds);
+      expect(failedIds(response)).toEqual([]);
+      expect(runner.handledIds()).toEqual(['m-new']);
+      expect(sentMessages()).toEqual([
+        {
+          QueueUrl: queueUrl(NOTIFY.expiredQueueName ?? ''),
+          MessageBody: stale,
+          MessageAttributes: {
+            [EXPIRED_ATTRIBUTE.ageSeconds]: number(usefulAge + 1),
+            [EXPIRED_ATTRIBUTE.usefulAgeSeconds]: number(usefulAge),
+            [EXPIRED_ATTRIBUTE.expiredAt]: string(NOW.toISOString()),
+            [EXPIRED_ATTRIBUTE.jobType]: string('notification.send'),
+            [EXPIRED_ATTRIBUTE.correlationId]: string('corr-ord-old'),
+            [EXPIRED_ATTRIBUTE.sourceMessageId]: string('m-old'),
+          },
+        },
+      ]);
+      expect(metricValues(METRIC.jobExpired)).toEqual([1]);
+      expect(metricTotal(METRIC.jobSucceeded)).toBe(1);
+    });
+
+    it('when a notification is exactly its useful age old, it still runs', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY);
+      const body = jobBody('notification.send', 'ord-1', agedBy(usefulAge));
+
+      // Act
+      await runner.run(eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body })));
+
+      // Assess
+      expect(runner.handledIds()).toEqual(['m-1']);
+      expect(sentMessages()).toEqual([]);
+    });
+
+    it('when the side queue refuses the job, the record fails and returns: nothing is dropped', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(new Error('AccessDenied'));
+      const runner = runnerFor(NOTIFY);
+      const body = jobBody('notification.send', 'ord-1', agedBy(usefulAge + 60));
+
+      // Act
+      const response = await runner.run(eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body })));
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(runner.handledIds()).toEqual([]);
+      expect(metricValues(METRIC.jobExpired)).toEqual([]);
+    });
+
+    it('when critical work is a week old, it still runs: only declared sheddable work expires', async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT);
+      const body = jobBody('payment.capture', 'ord-1', agedBy(7 * 86_400));
+
+      // Act
+      await runner.run(eventOf(sqsRecord({ jobType: PAYMENT, messageId: 'm-1', body })));
+
+      // Assess
+      expect(PAYMENT.usefulAgeSeconds).toBeUndefined();
+      expect(runner.handledIds()).toEqual(['m-1']);
+    });
+
+    it('when a job type declares a useful age but the consumer has no side queue, building the runner fails naming EXPIRED_QUEUE_URL', () => {
+      // Act
+      const build = (): unknown =>
+        createSqsJobRunner({
+          jobType: NOTIFY,
+          expectedType: 'notification.send',
+          queueUrl: queueUrl(NOTIFY.queueName),
+          dlqUrl: queueUrl(NOTIFY.dlqName),
+          sqs: new SQSClient({ region: REGION }),
+          logger: new Logger({ serviceName: NOTIFY.consumer, logLevel: 'SILENT' }),
+          metrics: new Metrics({ namespace: 'tenang', serviceName: NOTIFY.consumer }),
+          handle: () => Promise.resolve({ kind: 'done' }),
+        });
+
+      // Assess
+      expect(build).toThrow(/usefulAgeSeconds.*EXPIRED_QUEUE_URL/);
     });
   });
 

@@ -292,6 +292,23 @@ describe('Function: resolveJobType', () => {
     expect(resolved.dlqName).toBe('tenang-dev-notification-send-dlq');
   });
 
+  it('when sheddable work declares a useful age, it names its side queue; without one, there is none', () => {
+    // Prepare
+    const expiring = jobType({
+      name: 'notification.send',
+      criticality: 'sheddable',
+      usefulAgeSeconds: 3_600,
+    });
+    const lasting = jobType({ name: 'notification.send', criticality: 'sheddable' });
+
+    // Act
+    const [withAge, withoutAge] = [resolveJobType(stage, expiring), resolveJobType(stage, lasting)];
+
+    // Assess
+    expect(withAge.expiredQueueName).toBe('tenang-dev-notification-send-expired');
+    expect(withoutAge.expiredQueueName).toBeUndefined();
+  });
+
   it('when the queue is FIFO, it names both the queue and the DLQ with a .fifo suffix', () => {
     // Prepare
     const job = JobTypeSchema.parse(fifoJobTypeInput({ name: 'payment.capture' }));

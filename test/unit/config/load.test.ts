@@ -139,6 +139,19 @@ describe('Function: loadPipelineConfig', () => {
       },
       { case: 'there are no stream consumers', input: pipelineInput({ streamConsumers: [] }) },
       {
+        case: 'sheddable work expires 1 s after its latency objective and 1 s before the retention',
+        input: pipelineInput({
+          jobTypes: [
+            jobTypeInput({
+              criticality: 'sheddable',
+              latencyObjectiveSeconds: 300,
+              usefulAgeSeconds: 301,
+              queue: { kind: 'standard', retentionSeconds: 302 },
+            }),
+          ],
+        }),
+      },
+      {
         case: 'a non-critical job type is not idempotent',
         input: pipelineInput({ jobTypes: [jobTypeInput({ criticality: 'sheddable', idempotent: false })] }),
       },
@@ -358,6 +371,53 @@ describe('Function: loadPipelineConfig', () => {
         case: 'critical work is not idempotent',
         input: pipelineInput({ jobTypes: [jobTypeInput({ criticality: 'critical', idempotent: false })] }),
         path: 'jobTypes[0].idempotent',
+      },
+      {
+        case: 'critical work declares a useful age',
+        input: pipelineInput({
+          jobTypes: [jobTypeInput({ criticality: 'critical', usefulAgeSeconds: 3_600 })],
+        }),
+        path: 'jobTypes[0].usefulAgeSeconds',
+        says: 'only sheddable work may expire',
+      },
+      {
+        case: 'deferrable work declares a useful age',
+        input: pipelineInput({
+          jobTypes: [jobTypeInput({ criticality: 'deferrable', usefulAgeSeconds: 3_600 })],
+        }),
+        path: 'jobTypes[0].usefulAgeSeconds',
+        says: 'deferrable work is never skipped',
+      },
+      {
+        case: 'the useful age equals the latency objective',
+        input: pipelineInput({
+          jobTypes: [
+            jobTypeInput({ criticality: 'sheddable', latencyObjectiveSeconds: 300, usefulAgeSeconds: 300 }),
+          ],
+        }),
+        path: 'jobTypes[0].usefulAgeSeconds',
+        says: 'must exceed latencyObjectiveSeconds (300 s)',
+      },
+      {
+        case: 'the useful age reaches the queue retention',
+        input: pipelineInput({
+          jobTypes: [
+            jobTypeInput({
+              criticality: 'sheddable',
+              usefulAgeSeconds: 345_600,
+              queue: { kind: 'standard', retentionSeconds: 345_600 },
+            }),
+          ],
+        }),
+        path: 'jobTypes[0].usefulAgeSeconds',
+        says: 'SQS deletes old jobs before they can be moved aside',
+      },
+      {
+        case: 'the useful age is under a minute',
+        input: pipelineInput({
+          jobTypes: [jobTypeInput({ criticality: 'sheddable', usefulAgeSeconds: 59 })],
+        }),
+        path: 'jobTypes[0].usefulAgeSeconds',
       },
       // A stream consumer
       {

@@ -29,6 +29,7 @@ const ENV = {
   DEGRADE_FLAG: '/tenang/unit/flags/degrade',
   QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send',
   DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send-dlq',
+  EXPIRED_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send-expired',
 };
 const JOB_TYPE = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'notification.send');
 const sqsMock = mockClient(SQSClient);
@@ -102,6 +103,7 @@ function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
     jobType: JOB_TYPE,
     queueUrl: ENV.QUEUE_URL,
     dlqUrl: ENV.DLQ_URL,
+    expiredQueueUrl: ENV.EXPIRED_QUEUE_URL,
     sqs: new SQSClient({ region: 'eu-west-1' }),
     logger,
     metrics,

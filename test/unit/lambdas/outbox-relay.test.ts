@@ -80,6 +80,20 @@ function paid(seq = '100'): DynamoDBRecord {
   });
 }
 
+/** The follow-ups of paid(): the notification and a reservation per line. */
+const ALL_FOLLOW_UPS = [
+  'order:ord-1:v3:notification.send:order-paid',
+  'order:ord-1:v3:inventory.reserve:0:sku-a',
+  'order:ord-1:v3:inventory.reserve:1:sku-b',
+];
+
+/** Idempotency keys of the sends after the first one (which a dead invocation never finished). */
+function keysSentAfterTheDeadSend(): string[] {
+  return sends()
+    .slice(1)
+    .map((s) => JSON.parse(s.MessageBody ?? '{}').idempotencyKey as string);
+}
+
 function harness(opts: { degraded?: boolean | Error; clock?: () => Date } = {}) {
   const clock = opts.clock ?? ((): Date => NOW);
   const dedup = new InMemoryDedupStore(clock);
@@ -261,12 +275,31 @@ describe('Function: outbox-relay handler', () => {
     ]);
   });
 
-  it('when the relay dies between claiming a follow-up and sending it, a retry within the claim fails the record and one after it sends each follow-up once', async () => {
+  it("when the relay dies between claiming a follow-up and sending it, the same record's immediate retry takes the claim over and sends each follow-up once", async () => {
     // Prepare: the first invocation claims the notification, then its process stops inside SendMessage.
     const clock = manualClock(NOW);
     const h = harness({ clock });
     sqsMock.on(SendMessageCommand).callsFakeOnce(() => new Promise(() => undefined));
     void h.handle({ Records: [paid('100')] });
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Act: the mapping retries at once, well within the 15 s claim.
+    clock.advance(1_000);
+    const retry = await h.handle({ Records: [paid('100')] });
+    const again = await h.handle({ Records: [paid('100')] });
+
+    // Assess
+    expect([retry, again]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    // The first send never reached SQS; the retry's three are the only deliveries.
+    expect(keysSentAfterTheDeadSend()).toEqual(ALL_FOLLOW_UPS);
+  });
+
+  it('when another stream record of the change holds a claim, the record fails within that claim and one after it sends each follow-up once', async () => {
+    // Prepare: record 99 (the same change, e.g. replayed from a copy) claims, then its process stops.
+    const clock = manualClock(NOW);
+    const h = harness({ clock });
+    sqsMock.on(SendMessageCommand).callsFakeOnce(() => new Promise(() => undefined));
+    void h.handle({ Records: [paid('99')] });
     await new Promise((resolve) => setImmediate(resolve));
     const warn = jest.spyOn(Logger.prototype, 'warn');
 
@@ -280,19 +313,11 @@ describe('Function: outbox-relay handler', () => {
     // Assess
     expect(early).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
     expect(warn).toHaveBeenCalledWith(
-      'follow-up claimed by another attempt; the record is retried until its claim expires',
+      'follow-up claimed by another stream record; the record is retried until that claim expires',
       { dedupKey: 'outbox:order:ord-1:v3:notification.send:order-paid' },
     );
     expect([late, again]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
-    // The first send never reached SQS; the three after expiry are the only deliveries.
-    const delivered = sends()
-      .slice(1)
-      .map((s) => JSON.parse(s.MessageBody ?? '{}').idempotencyKey as string);
-    expect(delivered).toEqual([
-      'order:ord-1:v3:notification.send:order-paid',
-      'order:ord-1:v3:inventory.reserve:0:sku-a',
-      'order:ord-1:v3:inventory.reserve:1:sku-b',
-    ]);
+    expect(keysSentAfterTheDeadSend()).toEqual(ALL_FOLLOW_UPS);
   });
 
   it('when a PAID image is not a valid order, the record fails loudly instead of losing its follow-ups', async () => {
