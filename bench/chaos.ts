@@ -9,7 +9,12 @@ import { Command } from 'commander';
 import fc from 'fast-check';
 import { describeViolations } from '../lib/chaos/checker';
 import { FAULT_CONFIGS, FAULT_NUMBER, faultPlanArbitrary } from '../lib/chaos/faults';
-import { ChaosPlatform, CHAOS_VISIBILITY_SECONDS, runChaos, type ChaosRunResult } from '../lib/chaos/runner';
+import {
+  ChaosPlatformPool,
+  CHAOS_VISIBILITY_SECONDS,
+  runChaos,
+  type ChaosRunResult,
+} from '../lib/chaos/runner';
 
 /** The bench's options, parsed. */
 interface Options {
@@ -17,6 +22,7 @@ interface Options {
   readonly seeds: number;
   readonly keys: number;
   readonly seed: number;
+  readonly platforms: number;
   readonly configs?: string;
 }
 
@@ -32,6 +38,7 @@ function parseOptions(raw: Record<string, string | undefined>): Options {
     seeds: int('seeds', 1),
     keys: int('keys', 1),
     seed: int('seed', 0),
+    platforms: int('platforms', 1),
     configs: raw.configs,
   };
 }
@@ -117,14 +124,15 @@ async function main(): Promise<void> {
     .option('--seeds <n>', 'fault plans per configuration', '2')
     .option('--keys <n>', 'SKUs per run', '4')
     .option('--seed <n>', 'fast-check seed', String(Date.now() % 2 ** 31))
-    .option('--configs <names>', 'comma-separated configuration names');
+    .option('--configs <names>', 'comma-separated configuration names')
+    .option('--platforms <n>', 'local platforms running configurations side by side', '2');
   program.parse(process.argv.filter((a) => a !== '--'));
   const opts = parseOptions(program.opts<Record<string, string | undefined>>());
   const only = opts.configs?.split(',');
   const configs = FAULT_CONFIGS.filter((c) => only === undefined || only.includes(c.name));
   const plans = fc.sample(faultPlanArbitrary(), { seed: opts.seed, numRuns: opts.seeds });
   const t0 = Date.now();
-  const chaos = await ChaosPlatform.start({ log: () => undefined });
+  const pool = new ChaosPlatformPool(opts.platforms, { log: () => undefined });
   const results: ChaosRunResult[] = [];
   const outDir = path.resolve(__dirname);
   const write = (): void => {
@@ -135,20 +143,29 @@ async function main(): Promise<void> {
     );
   };
   try {
-    for (const config of configs) {
-      for (const plan of plans) {
-        const r = await runChaos(chaos, { config, plan, jobs: opts.jobs, keys: opts.keys, logDir: 'reports/chaos' });
-        results.push(r);
-        const v = r.verdict;
-        process.stdout.write(
-          `${config.name} seed ${plan.workloadSeed}: ok ${v.counts.ok} lost ${v.counts.lost} dup ${v.counts.duplicated} unexpected ${v.counts.unexpected} dlq ${v.dlq.holds} cache ${v.cache.holds} fence ${v.fences.holds} locks ${v.locks.holds} drained ${r.drained} ${(r.durationMs / 1000).toFixed(0)} s ${JSON.stringify(r.faultsFired)}\n`,
-        );
-        for (const l of describeViolations(v).slice(0, 10)) process.stdout.write(`  ${l}\n`);
-        write();
-      }
-    }
+    const runs = configs.flatMap((config) => plans.map((plan) => ({ config, plan })));
+    await Promise.all(
+      runs.map(({ config, plan }) =>
+        pool.use(async (chaos) => {
+          const r = await runChaos(chaos, {
+            config,
+            plan,
+            jobs: opts.jobs,
+            keys: opts.keys,
+            logDir: 'reports/chaos',
+          });
+          results.push(r);
+          const v = r.verdict;
+          process.stdout.write(
+            `[${results.length}/${runs.length}] ${config.name} seed ${plan.workloadSeed}: ok ${v.counts.ok} lost ${v.counts.lost} dup ${v.counts.duplicated} unexpected ${v.counts.unexpected} dlq ${v.dlq.holds} cache ${v.cache.holds} fence ${v.fences.holds} locks ${v.locks.holds} drained ${r.drained} ${(r.durationMs / 1000).toFixed(0)} s ${JSON.stringify(r.faultsFired)}\n`,
+          );
+          for (const l of describeViolations(v).slice(0, 10)) process.stdout.write(`  ${l}\n`);
+          write();
+        }),
+      ),
+    );
   } finally {
-    await chaos.stop();
+    await pool.stop();
   }
   write();
   process.exitCode = results.every((r) => r.verdict.valid && r.drained) ? 0 : 1;

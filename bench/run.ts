@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import type { BackoffFigure, BackoffStrategyName } from './backoff';
 import { measureBackoff, ratioToExponential, type BackoffResults } from './backoff-emulator';
+import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
 import { measureBundles, type BundleResult } from './bundles';
 import { measureCache, type CacheResults } from './cache';
 import { commandList, measureCalls, type CallsFigure, type CallsResults } from './calls';
@@ -19,6 +20,7 @@ interface Results {
   readonly bundles?: readonly BundleResult[];
   readonly cache?: CacheResults;
   readonly backoff?: BackoffResults;
+  readonly backlog?: BacklogResults;
   /** Sections measured in the run that wrote this file; the others were kept from an earlier run. */
   readonly measuredNow?: readonly string[];
 }
@@ -155,10 +157,11 @@ function report(r: Results): string {
     );
   }
   if (r.backoff !== undefined) lines.push(...backoffSection(r.backoff));
+  if (r.backlog !== undefined) lines.push(...backlogSection(r.backlog));
   return lines.join('\n');
 }
 
-const SECTIONS = ['calls', 'bundles', 'cache', 'backoff'];
+const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog'];
 
 function readPrevious(file: string, log: (line: string) => void): Partial<Results> {
   if (!fs.existsSync(file)) return {};
@@ -180,14 +183,14 @@ function requireEnv(name: string): string {
 async function main(): Promise<void> {
   const program = new Command('bench')
     .description(
-      'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention.',
+      'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention, a backlog behind a paused consumer.',
     )
     .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
     .option('--jobs <n>', 'jobs per case and consumer in the calls section', '20')
     .option(
       '--only <sections>',
-      'comma-separated: calls,bundles,cache,backoff',
-      'calls,bundles,cache,backoff',
+      'comma-separated: calls,bundles,cache,backoff,backlog',
+      'calls,bundles,cache,backoff,backlog',
     )
     .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname));
   program.parse();
@@ -215,6 +218,7 @@ async function main(): Promise<void> {
     backoff: only.has('backoff')
       ? await measureBackoff({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), log })
       : previous.backoff,
+    backlog: only.has('backlog') ? await measureBacklog({ log }) : previous.backlog,
     measuredNow: [...only],
   };
   fs.mkdirSync(opts.out, { recursive: true });

@@ -35,10 +35,14 @@ export interface PlatformOptions {
   readonly reconcileEveryMs?: number;
   /** @default the repository root */
   readonly projectRoot?: string;
-  /** Alarm evaluation timing (short periods for scenarios). @default each alarm's own period, evaluated every second */
+  /**
+   * Alarm evaluation timing (short periods for scenarios; `now` a clock that runs faster than
+   * real time, so an age objective of minutes is crossed in seconds). @default each alarm's own
+   * period on the real clock, evaluated every second
+   */
   readonly alarms?: Pick<
     AlarmEvaluatorDeps,
-    'periodSeconds' | 'periodScale' | 'intervalMs' | 'publishMetrics'
+    'periodSeconds' | 'periodScale' | 'intervalMs' | 'publishMetrics' | 'now'
   >;
 }
 

@@ -138,7 +138,8 @@ export interface SamplerDeps {
   readonly log: (line: string) => void;
 }
 
-async function queueCounts(
+/** A queue's visible, in-flight and delayed messages (every undeleted one). */
+export async function queueCounts(
   sqs: SQSClient,
   queueUrl: string,
 ): Promise<{ visible: number; inFlight: number; delayed: number }> {

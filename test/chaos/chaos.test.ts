@@ -1,44 +1,45 @@
 /**
  * The chaos suite (CI size): every fault configuration of lib/chaos/faults.ts, each over
- * fast-check-drawn fault plans (timing, rates, workload seed), on one local platform where a
- * crash is a real process dying. A failure prints the fast-check seed and path; replay with
- * CHAOS_SEED=<seed> (and CHAOS_CONFIGS=<name,…> to run only some configurations).
+ * fast-check-drawn fault plans (timing, rates, workload seed), on local platforms where a crash
+ * is a real process dying. Configurations run concurrently on CHAOS_PLATFORMS platforms (default
+ * 2), one configuration per platform at a time. A failure prints the fast-check seed and path;
+ * replay with CHAOS_SEED=<seed> (and CHAOS_CONFIGS=<name,…> to run only some configurations).
  */
 import fc from 'fast-check';
 import { describeViolations } from '../../lib/chaos/checker';
 import { FAULT_CONFIGS, faultPlanArbitrary } from '../../lib/chaos/faults';
-import { ChaosPlatform, runChaos } from '../../lib/chaos/runner';
+import { ChaosPlatformPool, runChaos } from '../../lib/chaos/runner';
 
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
 const RUNS = Number(process.env.CHAOS_RUNS ?? 1);
 const JOBS = Number(process.env.CHAOS_JOBS ?? 12);
 const KEYS = Number(process.env.CHAOS_KEYS ?? 3);
+const PLATFORMS = Number(process.env.CHAOS_PLATFORMS ?? 2);
 const ONLY = process.env.CHAOS_CONFIGS?.split(',').filter(Boolean);
 /** Every run's function and platform output, to explain a failure (reports/ is not committed). */
 const LOG_DIR = process.env.CHAOS_LOG_DIR ?? 'reports/chaos';
 const CONFIGS = FAULT_CONFIGS.filter((c) => ONLY === undefined || ONLY.includes(c.name));
 
-jest.setTimeout(15 * 60_000);
+// A test's clock runs while it waits for a free platform too.
+jest.setTimeout(40 * 60_000);
 
 describe('chaos: every job ok after a full drain, under every fault configuration', () => {
-  let chaos: ChaosPlatform;
-
-  beforeAll(async () => {
-    chaos = await ChaosPlatform.start({ log: () => undefined });
-  }, 240_000);
+  const pool = new ChaosPlatformPool(PLATFORMS, { log: () => undefined });
 
   afterAll(async () => {
-    await chaos?.stop();
+    await pool.stop();
   });
 
-  it.each(CONFIGS.map((c) => [c.name, c] as const))(
+  it.concurrent.each(CONFIGS.map((c) => [c.name, c] as const))(
     'when %s is injected, nothing is lost, duplicated or unexpected',
     async (_name, config) => {
       // Prepare: fast-check draws the fault plans; the seed is printed on failure.
       await fc.assert(
         fc.asyncProperty(faultPlanArbitrary(), async (plan) => {
           // Act
-          const result = await runChaos(chaos, { config, plan, jobs: JOBS, keys: KEYS, logDir: LOG_DIR });
+          const result = await pool.use((chaos) =>
+            runChaos(chaos, { config, plan, jobs: JOBS, keys: KEYS, logDir: LOG_DIR }),
+          );
           // Assess
           const violations = describeViolations(result.verdict);
           if (!result.drained) violations.unshift('the pipeline did not drain before the deadline');

@@ -102,12 +102,18 @@ export async function until<T>(
   }
 }
 
-/** Runs one drill on a running platform; never throws for a failed drill (see `passed`). */
-export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<DrillResult> {
+/**
+ * Runs `body` with a drill context on a running platform: clients on its endpoints and the CLI
+ * with its environment, acting as `actor`. Every CLI step is appended to `steps`.
+ */
+export async function withDrillContext<T>(
+  opts: RunDrillOptions,
+  actor: string,
+  steps: CliAnswer[],
+  body: (ctx: DrillContext) => Promise<T>,
+): Promise<T> {
   const stage = opts.stage ?? 'dev';
   const log = opts.log ?? ((): void => undefined);
-  const started = Date.now();
-  const steps: CliAnswer[] = [];
   const platform = opts.platform;
   const endpoint = { endpoint: platform.env.endpoint, region: platform.env.region };
   const sqs = new SQSClient({ ...endpoint, useQueueUrlAsEndpoint: false });
@@ -117,7 +123,7 @@ export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<Dri
     ...platform.env.env,
     AWS_ENDPOINT_URL_LAMBDA: platform.control.url,
     TENANG_STAGE: stage,
-    TENANG_ACTOR: `drill-${drill.name}`,
+    TENANG_ACTOR: actor,
   };
   const ctx: DrillContext = {
     platform,
@@ -125,7 +131,7 @@ export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<Dri
     config: stageConfig(stage, platform.env.region),
     sqs,
     dynamodb,
-    runId: opts.runId ?? `${drill.name}-${Date.now().toString(36)}`,
+    runId: opts.runId ?? `${actor}-${Date.now().toString(36)}`,
     log,
     async tenang(argv) {
       log(`$ tenang ${argv.join(' ')}`);
@@ -139,15 +145,29 @@ export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<Dri
     until,
     check: (name, ok, detail) => ({ name, ok, detail }),
   };
-  let checks: readonly DrillCheck[] = [];
-  let error: string | undefined;
   try {
-    checks = await drill.run(ctx);
-  } catch (e) {
-    error = e instanceof Error ? e.message : String(e);
+    return await body(ctx);
   } finally {
     sqs.destroy();
     dynamodb.destroy();
+  }
+}
+
+/** Runs one drill on a running platform; never throws for a failed drill (see `passed`). */
+export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<DrillResult> {
+  const started = Date.now();
+  const steps: CliAnswer[] = [];
+  let checks: readonly DrillCheck[] = [];
+  let error: string | undefined;
+  try {
+    checks = await withDrillContext(
+      { ...opts, runId: opts.runId ?? `${drill.name}-${Date.now().toString(36)}` },
+      `drill-${drill.name}`,
+      steps,
+      (ctx) => drill.run(ctx),
+    );
+  } catch (e) {
+    error = e instanceof Error ? e.message : String(e);
   }
   return {
     drill: drill.name,

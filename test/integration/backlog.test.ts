@@ -1,0 +1,75 @@
+/**
+ * The backlog experiment (lib/chaos/backlog-experiment.ts) at CI size, on a platform of its own:
+ * the deferrable consumer paused with `tenang pause`, a backlog and stale notifications behind
+ * it, the oldest-age alarm (on a clock 30× real time), `tenang resume`, fresh payments while it
+ * drains. Asserted here are outcomes and orderings, never durations: how long things took is
+ * measured by `npm run bench -- --only backlog` (bench/REPORT.md).
+ */
+import { runCaptured } from '../../bin/tenang';
+import {
+  runBacklogExperiment,
+  startBacklogPlatform,
+  type BacklogExperimentResult,
+  type BacklogPlatform,
+} from '../../lib/chaos/backlog-experiment';
+
+jest.setTimeout(15 * 60_000);
+
+const SIZES = { backlog: 150, expired: 6, critical: 6 };
+
+describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
+  let target: BacklogPlatform;
+  let result: BacklogExperimentResult;
+
+  beforeAll(async () => {
+    target = await startBacklogPlatform({ clockFactor: 30 });
+    result = await runBacklogExperiment(target, SIZES, { cli: (argv, env) => runCaptured(argv, { env }) });
+  }, 15 * 60_000);
+
+  afterAll(async () => {
+    await target?.stop();
+  });
+
+  it('when the consumer is paused and resumed, both steps went through the CLI and succeeded', () => {
+    // Assess
+    expect(result.steps.map((s) => [s.argv[0], s.code])).toEqual([
+      ['pause', 0],
+      ['resume', 0],
+    ]);
+  });
+
+  it('when the backlog waits past its objective, the oldest-age alarm fires, and it clears once the backlog drained', () => {
+    // Assess
+    expect(result.ageAlarm.stateBefore).toBe('OK');
+    // Not before the oldest job passed the inventory objective (300 s on the alarm clock).
+    expect(result.ageAlarm.firedAfterClockSeconds).toBeGreaterThanOrEqual(300);
+    expect(result.ageAlarm.finalState).toBe('OK');
+  });
+
+  it('when the backlog drains, every job is done exactly once and none is dead-lettered', () => {
+    // Assess
+    expect(result.backlog).toMatchObject({
+      reservedOnce: SIZES.backlog,
+      reservedTwice: 0,
+      notReserved: 0,
+      inDlq: 0,
+    });
+  });
+
+  it('when fresh critical work arrives during the drain, it is done while deferrable work is still queued, and its own age alarm never fires', () => {
+    // Assess
+    expect(result.critical.duringDrainMs).toHaveLength(SIZES.critical);
+    expect(result.critical.backlogLeftWhenCriticalDone).toBeGreaterThan(0);
+    expect(result.criticalAgeAlarmFired).toBe(false);
+  });
+
+  it('when sheddable work is past its useful age, it goes to the side queue and is counted, and none of it is sent', () => {
+    // Assess
+    expect(result.expired).toEqual({
+      sent: SIZES.expired,
+      inSideQueue: SIZES.expired,
+      counted: SIZES.expired,
+      deliveredAnyway: 0,
+    });
+  });
+});
