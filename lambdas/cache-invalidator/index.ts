@@ -1,9 +1,12 @@
 /**
  * cache-invalidator (C2, C3, C5, X7): on every change of an order in the orders table's stream,
  * fences every cache key the change affects (lib/core/cache-keys.ts) with a tombstone at the new
- * version, so no reader can put an older value back. A Redis failure fails the record, so the
- * stream mapping retries it (bisecting the batch) until the cache converges; a record of an
- * entity this function does not know is logged and skipped, never retried forever.
+ * version, so no reader can put an older value back. A cache that does not answer is retried
+ * inside the invocation with full-jitter backoff while time remains (a Redis blip is ridden out
+ * there: the stream's own retries are immediate, and ten of them last about a second when Redis
+ * refuses connections, after which the records would go to the on-failure queue); then the record
+ * fails, so the stream mapping retries it (bisecting the batch) until the cache converges. A record
+ * of an entity this function does not know is logged and skipped, never retried forever.
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Logger } from '@aws-lambda-powertools/logger';
@@ -29,6 +32,7 @@ import {
 } from '../../lib/core/cache-keys';
 import { invalidateKeys, type CachePolicySettings } from '../../lib/core/cache-policy';
 import type { VersionedCache } from '../../lib/core/ports';
+import { CacheUnavailableError } from '../../lib/core/errors';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'cache-invalidator';
@@ -52,7 +56,26 @@ export interface CacheInvalidatorDeps {
   readonly logger: Logger;
   /** @default noCrash */
   readonly crash?: CrashHook;
+  /** In-invocation retries of an unavailable cache. @default RIDE_OUT */
+  readonly rideOut?: RideOutPolicy;
+  /** @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** @default Math.random */
+  readonly random?: () => number;
 }
+
+/** How the invalidator retries a cache that does not answer, inside one invocation. */
+export interface RideOutPolicy {
+  /** First backoff ceiling, ms; doubles per failed attempt. */
+  readonly baseMs: number;
+  /** Largest backoff ceiling, ms. */
+  readonly capMs: number;
+  /** Time left for reporting the batch: no retry starts with less remaining, ms. */
+  readonly reserveMs: number;
+}
+
+/** Up to ~8 s of a 10 s invocation spent riding out a Redis blip, backoff 100 ms doubling to 2 s. */
+export const RIDE_OUT: RideOutPolicy = { baseMs: 100, capMs: 2_000, reserveMs: 2_000 };
 
 /** The fields of an image the keys depend on; an image without them is not a readable order. */
 const OrderKeyFieldsSchema = z.object({
@@ -72,7 +95,31 @@ export function createHandler(
 ): (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse> {
   const crash = deps.crash ?? noCrash;
 
-  async function invalidate(record: DynamoDBRecord): Promise<void> {
+  const rideOut = deps.rideOut ?? RIDE_OUT;
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const random = deps.random ?? Math.random;
+
+  /** Runs `attempt` until it succeeds, fails otherwise, or less than the reserve remains. */
+  async function withinInvocation<T>(
+    context: Context,
+    attempt: () => Promise<T>,
+    logger: Logger,
+  ): Promise<T> {
+    for (let failed = 0; ; failed += 1) {
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!(error instanceof CacheUnavailableError)) throw error;
+        const delay = Math.floor(random() * Math.min(rideOut.capMs, rideOut.baseMs * 2 ** failed));
+        if (context.getRemainingTimeInMillis() - delay < rideOut.reserveMs) throw error;
+        if (failed === 0)
+          logger.warn('cache unavailable; retrying within the invocation', { error: error.message });
+        await sleep(delay);
+      }
+    }
+  }
+
+  async function invalidate(record: DynamoDBRecord, context: Context): Promise<void> {
     const sequenceNumber = sequenceNumberOf(record);
     const change = readOrderChange(record);
     if (change.kind === 'unknown') {
@@ -97,8 +144,10 @@ export function createHandler(
     const invalidations = keysForOrderChange(deps.keyspace, oldFields, newFields);
     crash('before-invalidation');
     try {
-      const results = await invalidateKeys(deps.cache, invalidations, deps.settings, () =>
-        crash('during-invalidation'),
+      const results = await withinInvocation(
+        context,
+        () => invalidateKeys(deps.cache, invalidations, deps.settings, () => crash('during-invalidation')),
+        logger,
       );
       logger.info('cache keys invalidated', { eventName: change.eventName, keys: results });
     } catch (error) {
@@ -109,10 +158,15 @@ export function createHandler(
 
   return async (event, context) => {
     deps.logger.addContext(context);
-    return processPartialResponse(event, invalidate, new BatchProcessor(EventType.DynamoDBStreams), {
-      context,
-      throwOnFullBatchFailure: false,
-    });
+    return processPartialResponse(
+      event,
+      (record: DynamoDBRecord) => invalidate(record, context),
+      new BatchProcessor(EventType.DynamoDBStreams),
+      {
+        context,
+        throwOnFullBatchFailure: false,
+      },
+    );
   };
 }
 

@@ -14,6 +14,9 @@ import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(300_000);
 
+/** Where each drill's function output goes (reports/ is not committed). */
+const LOG_DIR = path.join(__dirname, '..', '..', 'reports', 'drills');
+
 /** Results by drill, for the last test: every step a drill ran is written in its runbook. */
 const results = new Map<string, DrillResult>();
 
@@ -41,11 +44,21 @@ describe('Drills: each runbook executed against its incident', () => {
         cli: (argv, env) => runCaptured(argv, { env }),
       });
       results.set(drill.name, result);
+      // Everything the functions printed during the drill, to explain a failure after the fact.
+      const printed = lines.slice(firstLine);
+      fs.mkdirSync(LOG_DIR, { recursive: true });
+      fs.writeFileSync(path.join(LOG_DIR, `${drill.name}.log`), `${printed.join('\n')}\n`);
 
       // Assess
       if (!result.passed) {
-        const output = lines.slice(firstLine).slice(-60).join('\n');
-        throw new Error(`${renderDrillResult(result)}\n\nlast lines the functions printed:\n${output}`);
+        // The flag reconciler prints every few seconds; the other functions' lines explain more.
+        const output = printed
+          .filter((l) => !l.startsWith(`${platform.functionNamed('flag-reconciler')}:`))
+          .slice(-60)
+          .join('\n');
+        throw new Error(
+          `${renderDrillResult(result)}\n\nfull output: ${LOG_DIR}/${drill.name}.log; last lines the functions printed (flag reconciler left out):\n${output}`,
+        );
       }
       expect(result.steps.length).toBeGreaterThan(0);
       expect(result.checks.every((c) => c.ok)).toBe(true);

@@ -128,3 +128,12 @@ export function lambdaContext(remainingMs = 30_000, functionName = 'payment-cons
     succeed: () => undefined,
   };
 }
+
+/** A Lambda context whose remaining time runs down in real time from `remainingMs`, as Lambda's does. */
+export function runningLambdaContext(remainingMs: number, functionName: string): Context {
+  const deadline = Date.now() + remainingMs;
+  return {
+    ...lambdaContext(remainingMs, functionName),
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+  };
+}

@@ -63,11 +63,39 @@ function modify(id: string, from: number, to: number, seq: string): DynamoDBStre
   });
 }
 
+/**
+ * The handler over `cache`, in an invocation of 10 s whose clock only moves when the handler
+ * sleeps (its in-invocation retries), so "Redis down for the whole invocation" takes no time.
+ */
 function harness(cache: InMemoryVersionedCache = new InMemoryVersionedCache()) {
   const logger = new Logger({ serviceName: 'cache-invalidator', logLevel: 'SILENT' });
   const crash = jest.fn();
-  const handle = invalidator.createHandler({ cache, keyspace: KS, settings: SETTINGS, logger, crash });
-  return { cache, logger, crash, handle: (event: DynamoDBStreamEvent) => handle(event, CONTEXT) };
+  let remainingMs = 10_000;
+  const sleeps: number[] = [];
+  const onSleep: { run?: () => void } = {};
+  const handle = invalidator.createHandler({
+    cache,
+    keyspace: KS,
+    settings: SETTINGS,
+    logger,
+    crash,
+    random: () => 0.5,
+    sleep: (ms) => {
+      sleeps.push(ms);
+      remainingMs -= ms;
+      onSleep.run?.();
+      return Promise.resolve();
+    },
+  });
+  const context = { ...CONTEXT, getRemainingTimeInMillis: () => remainingMs };
+  return {
+    cache,
+    logger,
+    crash,
+    sleeps,
+    onSleep,
+    handle: (event: DynamoDBStreamEvent) => handle(event, context),
+  };
 }
 
 describe('Function: cache-invalidator handler', () => {
@@ -163,7 +191,7 @@ describe('Function: cache-invalidator handler', () => {
     expect(cache.peek(orderCacheKey(KS, 'o-3'))).toEqual({ kind: 'tombstone', version: 2 });
   });
 
-  it('when Redis is down, every record fails so the mapping retries the batch', async () => {
+  it('when Redis stays down for the whole invocation, it backs off within it, then every record fails so the mapping retries the batch', async () => {
     // Prepare
     const cache = new InMemoryVersionedCache();
     cache.down = true;
@@ -174,6 +202,41 @@ describe('Function: cache-invalidator handler', () => {
 
     // Assess
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }, { itemIdentifier: '101' }] });
+    // Each record: ceilings 100, 200, 400 … capped at 2 s, half of each (random 0.5), until 2 s
+    // remain; the two records back off side by side.
+    expect(h.sleeps.slice(0, 10)).toEqual([50, 50, 100, 100, 200, 200, 400, 400, 800, 800]);
+    expect(h.sleeps.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10_000 - invalidator.RIDE_OUT.reserveMs);
+  });
+
+  it('when Redis comes back within the invocation, the records are fenced and nothing is reported failed', async () => {
+    // Prepare: Redis refuses until the handler has backed off three times.
+    const cache = new InMemoryVersionedCache();
+    cache.down = true;
+    const h = harness(cache);
+    h.onSleep.run = () => {
+      if (h.sleeps.length >= 3) cache.down = false;
+    };
+
+    // Act
+    const response = await h.handle({ Records: [modify('o-1', 1, 2, '100')] });
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(cache.peek(orderCacheKey(KS, 'o-1'))).toEqual({ kind: 'tombstone', version: 2 });
+  });
+
+  it('when the failure is not the cache being unavailable, it is not retried within the invocation', async () => {
+    // Prepare
+    const cache = new InMemoryVersionedCache();
+    jest.spyOn(cache, 'fence').mockRejectedValue(new TypeError('a bug'));
+    const h = harness(cache);
+
+    // Act
+    const response = await h.handle({ Records: [modify('o-1', 1, 2, '100')] });
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+    expect(h.sleeps).toEqual([]);
   });
 
   it('when a record is of an unknown entity, it is logged and skipped, not retried', async () => {
