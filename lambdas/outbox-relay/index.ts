@@ -195,9 +195,12 @@ export function createHandler(
         }),
     }).catch((error: unknown) => {
       if (error instanceof ClaimInFlightError) {
-        logger.warn('follow-up claimed by another stream record; the record is retried until that claim expires', {
-          dedupKey: error.key,
-        });
+        logger.warn(
+          'follow-up claimed by another stream record; the record is retried until that claim expires',
+          {
+            dedupKey: error.key,
+          },
+        );
       }
       throw error;
     });

@@ -57,7 +57,11 @@ export const SERIALIZED_MOTO_HEADER = 'x-tenang-moto';
 
 /** True when the moto that answered the probe is tenang's launcher (lib/local/moto_server.py), not a stock moto. */
 export function isSerializedMoto(probe: HttpProbe): boolean {
-  return isMoto(probe) && probe.kind === 'answered' && probe.headers[SERIALIZED_MOTO_HEADER] === 'serialized-dynamodb';
+  return (
+    isMoto(probe) &&
+    probe.kind === 'answered' &&
+    probe.headers[SERIALIZED_MOTO_HEADER] === 'serialized-dynamodb'
+  );
 }
 
 /** True when the Redis server at `url` answers PING within `timeoutMs`. */

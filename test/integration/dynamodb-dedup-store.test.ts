@@ -120,7 +120,12 @@ describe('Class: DynamoDbDedupStore (moto)', () => {
     const sameAfterDone = await store.claim(key, 15, 'stream-record:1');
 
     // Assess
-    expect([byOther, anonymous, bySame, sameAfterDone]).toEqual(['in-flight', 'in-flight', 'claimed', 'done']);
+    expect([byOther, anonymous, bySame, sameAfterDone]).toEqual([
+      'in-flight',
+      'in-flight',
+      'claimed',
+      'done',
+    ]);
     expect((await record(key))?.status).toEqual({ S: 'done' });
   });
 

@@ -287,7 +287,8 @@ describe('Outbox relay (moto)', () => {
     const event = await paidOrderEvent(orderId);
     const start = Date.now();
     const other = structuredClone(event);
-    for (const r of other.Records) if (r.dynamodb) r.dynamodb.SequenceNumber = `9${r.dynamodb.SequenceNumber ?? ''}`;
+    for (const r of other.Records)
+      if (r.dynamodb) r.dynamodb.SequenceNumber = `9${r.dynamodb.SequenceNumber ?? ''}`;
     const dead = await deadRelayHolding(other, start);
     const modify = event.Records[1]?.dynamodb?.SequenceNumber;
 

@@ -207,4 +207,3 @@ function close(server: net.Server): Promise<void> {
   if (server instanceof http.Server) server.closeAllConnections();
   return new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
 }
-

@@ -21,7 +21,11 @@ export class InMemoryDedupStore implements DedupStore {
     const held = this.claims.get(key);
     const ownTakeOver = owner !== undefined && held?.status === 'in-flight' && held.owner === owner;
     if (held !== undefined && held.expiration >= now && !ownTakeOver) return Promise.resolve(held.status);
-    this.claims.set(key, { status: 'in-flight', expiration: now + ttlSeconds, ...(owner === undefined ? {} : { owner }) });
+    this.claims.set(key, {
+      status: 'in-flight',
+      expiration: now + ttlSeconds,
+      ...(owner === undefined ? {} : { owner }),
+    });
     return Promise.resolve('claimed');
   }
 
