@@ -1,7 +1,11 @@
 /**
  * The flag reconciler (B4, X4): makes every event source mapping's Enabled equal to `!paused`
  * of its consumer's pause flag. Every run reconciles every consumer, so a run is idempotent and
- * a missed change event is repaired by the next scheduled run.
+ * a missed change event is repaired by the next scheduled run. A run never applies a flag value
+ * that has changed since it was read: an operator's `tenang pause` (flag, then mapping) can land
+ * between a run's read and its update, and the stale update would re-enable the consumer it just
+ * paused until the next run. So a needed update is decided on a fresh read of that flag, and the
+ * flag is read again after the update; if it changed meanwhile, the mapping follows it.
  */
 import {
   planReconciliation,
@@ -223,11 +227,18 @@ export async function reconcileMappings(input: ReconcileInput): Promise<Consumer
     planReconciliation(observations).map((ch) => [ch.consumer, ch]),
   );
 
+  const flagNames = new Map(consumers.map((c) => [c.consumer, c.flagName]));
   const applied = new Map<string, Applied>(
     await Promise.all(
       [...changes.values()].map(async (change): Promise<[string, Applied]> => [
         change.consumer,
-        await applyChange(ports.mappings, change, observed.get(change.consumer)),
+        await applyFresh(
+          ports,
+          change,
+          flagNames.get(change.consumer) ?? '',
+          now,
+          observed.get(change.consumer),
+        ),
       ]),
     ),
   );
@@ -260,6 +271,39 @@ export async function reconcileMappings(input: ReconcileInput): Promise<Consumer
   for (const outcome of outcomes) ports.metrics.publish(outcome);
   if (failures.length > 0) throw new ReconciliationError(failures, outcomes);
   return outcomes;
+}
+
+/** Rounds of "read the flag, update, read the flag again" before a run leaves a racing flag to the next run. */
+const FRESH_ROUNDS = 3;
+
+/**
+ * Applies a planned change on a fresh read of its flag, then reads the flag again: while it keeps
+ * changing under the update (an operator racing this run), the mapping follows its latest value.
+ * When the fresh read no longer asks for a change, nothing is sent.
+ */
+async function applyFresh(
+  ports: ReconcileInput['ports'],
+  change: MappingChange,
+  flagName: string,
+  now: Date,
+  before: Observed | undefined,
+): Promise<Applied> {
+  const desired = async (): Promise<boolean> =>
+    !readPauseFlag((await ports.flags.readAll([flagName])).get(flagName), now).paused;
+  let enabled = await desired();
+  if (enabled !== change.enabled && before?.ok === true && before.status.enabled === enabled) {
+    return { changed: false, status: before.status, failure: undefined };
+  }
+  let result: Applied = { changed: false, status: undefined, failure: undefined };
+  for (let round = 1; round <= FRESH_ROUNDS; round += 1) {
+    const outcome = await applyChange(ports.mappings, { ...change, enabled }, before);
+    result = { ...outcome, changed: result.changed || outcome.changed };
+    if (outcome.failure !== undefined) return result;
+    const latest = await desired();
+    if (latest === enabled) return result;
+    enabled = latest;
+  }
+  return result;
 }
 
 /** Sends one update and reads the mapping back. */

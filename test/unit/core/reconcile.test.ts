@@ -493,6 +493,81 @@ describe('Function: reconcileMappings', () => {
     ]);
   });
 
+  describe('when an operator changes a flag while a run is reconciling it', () => {
+    /** A flag whose stored value changes after the n-th read, as an operator's write would. */
+    class RacingFlag implements FlagReader {
+      public reads = 0;
+      public constructor(
+        private readonly name: string,
+        private readonly values: readonly (string | undefined)[],
+      ) {}
+      public async readAll(names: readonly string[]): Promise<Map<string, string | undefined>> {
+        const value = this.values[Math.min(this.reads, this.values.length - 1)];
+        this.reads += 1;
+        return new Map(names.map((n) => [n, n === this.name ? value : undefined]));
+      }
+    }
+
+    it("when the pause lands (flag and mapping) between the run's read and its update, the run sends no stale enable", async () => {
+      // Prepare: the run read the flag before the operator's pause ("not paused") and then found
+      // the mapping already disabled by it; the fresh read before updating sees the pause.
+      const c = consumer('notify');
+      const flags = new RacingFlag(c.flagName, [NOT_PAUSED, PAUSED]);
+      const mappings = new FakeMappings({ [c.mappingId]: 'Disabled' });
+      const metrics = new FakeMetrics();
+
+      // Act
+      await reconcileMappings({ consumers: [c], now: NOW, ports: { flags, mappings, metrics } });
+
+      // Assess
+      expect(mappings.updates).toEqual([]);
+      expect(mappings.finalEnabled(c.mappingId)).toBe(false);
+      expect(metrics.published[0]).toMatchObject({ changed: false, paused: false });
+    });
+
+    it("when the pause lands just after the run's update, the run reads the flag again and follows it", async () => {
+      // Prepare: stale read, fresh read still "not paused", then the operator's pause.
+      const c = consumer('notify');
+      const flags = new RacingFlag(c.flagName, [NOT_PAUSED, NOT_PAUSED, PAUSED]);
+      const mappings = new FakeMappings({ [c.mappingId]: 'Disabled' });
+      const metrics = new FakeMetrics();
+
+      // Act
+      await reconcileMappings({ consumers: [c], now: NOW, ports: { flags, mappings, metrics } });
+
+      // Assess
+      expect(mappings.updates).toEqual([
+        { mappingId: c.mappingId, enabled: true },
+        { mappingId: c.mappingId, enabled: false },
+      ]);
+      expect(mappings.finalEnabled(c.mappingId)).toBe(false);
+    });
+
+    it('when the flag keeps flipping, the run stops after a few rounds and leaves the rest to the next run', async () => {
+      // Prepare
+      const c = consumer('notify');
+      const flags = new RacingFlag(c.flagName, [
+        NOT_PAUSED,
+        NOT_PAUSED,
+        PAUSED,
+        NOT_PAUSED,
+        PAUSED,
+        NOT_PAUSED,
+      ]);
+      const mappings = new FakeMappings({ [c.mappingId]: 'Disabled' });
+
+      // Act
+      await reconcileMappings({
+        consumers: [c],
+        now: NOW,
+        ports: { flags, mappings, metrics: new FakeMetrics() },
+      });
+
+      // Assess
+      expect(mappings.updates).toHaveLength(3);
+    });
+  });
+
   it('when given any flags and any mapping states, it leaves every mapping enabled exactly when its consumer is not paused', async () => {
     const flagValue = fc.oneof(
       fc.constant(undefined),

@@ -292,7 +292,7 @@ describe('Function: createHandler', () => {
     expect(states.get(PAYMENT_ID)).toBe('Disabling');
   });
 
-  it('when run, it reads all flags in one GetParameters call and treats missing ones as not paused', async () => {
+  it('when run, it reads all flags in one GetParameters call (plus a fresh read before and after each update) and treats missing ones as not paused', async () => {
     // Prepare
     captureStdout();
     const handler = newHandler();
@@ -302,10 +302,12 @@ describe('Function: createHandler', () => {
     const outcomes = await handler(scheduledEvent);
 
     // Assess
-    expect(ssmMock).toHaveReceivedCommandTimes(GetParametersCommand, 1);
-    expect(ssmMock.commandCalls(GetParametersCommand)[0]?.args[0].input.Names).toEqual(
+    expect(ssmMock.commandCalls(GetParametersCommand).map((c) => c.args[0].input.Names)).toEqual([
       Object.keys(MAPPINGS).map(flagName),
-    );
+      // Only the payment consumer's mapping needed an update.
+      [flagName('payment-consumer')],
+      [flagName('payment-consumer')],
+    ]);
     expect(outcomes.every((o) => !o.paused && o.invalid === undefined)).toBe(true);
     expect(lambdaMock).toHaveReceivedCommandWith(UpdateEventSourceMappingCommand, {
       UUID: PAYMENT_ID,
@@ -325,8 +327,8 @@ describe('Function: createHandler', () => {
     parameters.set(flagName('payment-consumer'), PAUSED);
     const outcomes = await handler(scheduledEvent);
 
-    // Assess
-    expect(ssmMock).toHaveReceivedCommandTimes(GetParametersCommand, 2);
+    // Assess: one batch read per run, and the fresh reads around the second run's update.
+    expect(ssmMock).toHaveReceivedCommandTimes(GetParametersCommand, 4);
     expect(outcomes[0]).toMatchObject({ consumer: 'payment-consumer', paused: true, changed: true });
     expect(lambdaMock).toHaveReceivedCommandWith(UpdateEventSourceMappingCommand, {
       UUID: PAYMENT_ID,
