@@ -18,9 +18,8 @@ module.exports = {
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
     {
-      // Drills (P2): each runbook executed against its incident on a local platform of its own.
-      // Not in `npm test` yet: on a loaded machine two drills timed out in one of two clean CI runs
-      // (moto 5.2.1 races conditional writes across connections, README). `npm run test:drills`.
+      // Drills (P2): each runbook executed against its incident on a local platform of its own
+      // (~4–5 min). In `npm test`; alone with `npm run test:drills`.
       ...base,
       displayName: 'drills',
       testMatch: ['<rootDir>/test/drills/**/*.test.ts'],
@@ -38,8 +37,8 @@ module.exports = {
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
     {
-      // The chaos suite (lib/chaos): fault configurations × fast-check seeds on a whole local
-      // platform. Run with `npm run test:chaos`; CHAOS_SEED replays a failure.
+      // The chaos suite (lib/chaos): every fault configuration on two local platforms side by side
+      // (~6–8 min). In `npm test`; alone with `npm run test:chaos`; CHAOS_SEED replays a failure.
       ...base,
       displayName: 'chaos',
       testMatch: ['<rootDir>/test/chaos/**/*.test.ts'],

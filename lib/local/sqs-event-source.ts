@@ -4,9 +4,12 @@
  * invocation per batch, and on return: with ReportBatchItemFailures only the reported messages
  * stay in the queue (the rest are deleted); a failed, timed-out or crashed invocation leaves the
  * whole batch to reappear after the visibility timeout. FIFO ordering needs nothing extra: SQS
- * hands out no message of a group while another of that group is in flight.
+ * hands out no message of a group while another of that group is in flight. A batch received by a
+ * poll that began before the mapping was disabled is given back (visibility 0), not delivered: a
+ * pause stops every delivery that has not started (an invocation already running finishes).
  */
 import {
+  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -44,6 +47,8 @@ export interface SqsMappingStats {
   deleted: number;
   returned: number;
   invocationErrors: number;
+  /** Messages received after the mapping was disabled and made visible again undelivered. */
+  givenBack: number;
 }
 
 const MAX_RECEIVE = 10;
@@ -81,6 +86,7 @@ export class SqsEventSource {
     deleted: 0,
     returned: 0,
     invocationErrors: 0,
+    givenBack: 0,
   };
   private running = false;
   private workers: Promise<void>[] = [];
@@ -126,12 +132,34 @@ export class SqsEventSource {
       try {
         const messages = await this.receiveBatch();
         if (messages.length === 0) continue;
+        if (!this.hooks.isEnabled()) {
+          // Disabled while this poll waited: the messages go back untouched.
+          await this.giveBack(messages);
+          continue;
+        }
         await this.deliver(messages);
       } catch (error) {
         this.log(`${this.spec.functionName}: poll failed: ${(error as Error).message}`);
         await sleep(IDLE_WAIT_MS * 5);
       }
     }
+  }
+
+  /** Makes received messages visible again at once. */
+  private async giveBack(messages: readonly Message[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += MAX_RECEIVE) {
+      await this.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: this.spec.queueUrl,
+          Entries: messages.slice(i, i + MAX_RECEIVE).map((m, n) => ({
+            Id: String(n),
+            ReceiptHandle: m.ReceiptHandle,
+            VisibilityTimeout: 0,
+          })),
+        }),
+      );
+    }
+    this.stats.givenBack += messages.length;
   }
 
   /**

@@ -264,6 +264,37 @@ describe('Class: SqsEventSource (moto)', () => {
     expect(whileDisabled.batches).toBe(0);
     expect((await depth(q.url)).visible).toBe(0);
   });
+
+  it('when the mapping is disabled while a poll is waiting, the message that poll receives is given back, not delivered', async () => {
+    // Prepare: the pollers are waiting on an empty queue when the mapping is disabled.
+    const q = await queue(false);
+    let enabled = true;
+    let invocations = 0;
+    source = new SqsEventSource(spec(q), sqs, {
+      isEnabled: () => enabled,
+      invoke: () => {
+        invocations += 1;
+        return Promise.resolve(ok(null));
+      },
+    });
+    source.start();
+    await new Promise((r) => setTimeout(r, 300));
+
+    // Act
+    enabled = false;
+    await sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: q.url, Entries: [{ Id: 'a', MessageBody: 'a' }] }),
+    );
+    await until(
+      () => source!.stats.givenBack >= 1 || invocations > 0,
+      'the waiting poll to return the message',
+    );
+    await until(async () => (await depth(q.url)).visible === 1, 'the message to be visible again');
+
+    // Assess
+    expect(invocations).toBe(0);
+    expect(source.stats.givenBack).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('Function: startLambdaControl (moto)', () => {
