@@ -1,12 +1,15 @@
 /**
  * The backoff experiment against moto, and the backoff section that puts it beside the
  * simulation (bench/backoff.ts). 100 concurrent clients in this process share one SDK client and
- * each increment a counter on one hot item once: GetItem (consistent) for the version, then
- * UpdateItem with `version = :seen`; a ConditionalCheckFailedException means another client
- * committed in between, so the client backs off with the strategy and tries again. The clients
- * share one connection, so moto serves their requests one at a time, in arrival order (see
- * contend for why): unlike the simulation's, this server queues, and the strategies are compared
- * by wall time as well as calls. Each strategy runs a few times, interleaved and in rotating
+ * each increment a counter on one hot item once, with UpdateItem on condition `version = :seen`;
+ * a ConditionalCheckFailedException means another client committed since the client learned the
+ * version, so it backs off with the strategy and tries again. Two protocols (bench/backoff.ts):
+ * read-then-write learns the version from a GetItem (consistent) before every write;
+ * write-returns-current writes first on version 0 and learns the current version from the failed
+ * write (ReturnValuesOnConditionCheckFailure ALL_OLD), one call per attempt. The clients share
+ * one connection, so moto serves their requests one at a time, in arrival order (see contend for
+ * why): unlike the simulation's, this server queues, and the strategies are compared by wall time
+ * as well as calls. Each protocol and strategy runs a few times, interleaved and in rotating
  * order, each on its own item; a run's figures are kept only if the counter and the version both
  * end at the number of clients.
  */
@@ -27,7 +30,10 @@ import type { Random } from '../lib/core/backoff';
 import { uniqueName } from '../test/helpers/aws';
 import {
   BACKOFF_STRATEGIES,
+  CONTENTION_PROTOCOLS,
+  SIMULATION_MODEL,
   backoffDelay,
+  callsPerAttempt,
   mulberry32,
   simulateBackoff,
   spread,
@@ -35,13 +41,14 @@ import {
   type BackoffFigure,
   type BackoffSimulationResults,
   type BackoffStrategyName,
+  type ContentionProtocol,
 } from './backoff';
 
 /** Concurrent clients on the hot item. */
 const CLIENTS = 100;
-/** Runs per strategy against the emulator: the medians are of these. */
+/** Runs per protocol and strategy against the emulator: the medians are of these. */
 const EMULATOR_RUNS = 3;
-/** Seeds per strategy in the simulation. */
+/** Seeds per protocol and strategy in the simulation. */
 const SIMULATION_SEEDS = 25;
 /**
  * Base 10 ms, about one moto request here; cap 1 s, so a run without jitter stays within a minute
@@ -60,26 +67,59 @@ export const BACKOFF_TARGETS = {
   emulatorTime: 0.6,
 } as const;
 
-/** The emulator's part of the backoff section. */
+/** The emulator's part of the backoff section, for one protocol. */
 export interface BackoffEmulatorResults {
   readonly clients: number;
   readonly runs: number;
   readonly policy: RetryPolicy;
-  /** Calls are the SDK commands the clients sent (GetItem + UpdateItem, two per attempt). */
+  /** Absent in results written before there were protocols: those are read-then-write. */
+  readonly protocol?: ContentionProtocol;
+  /**
+   * Calls are the SDK commands the clients sent: GetItem + UpdateItem, two per attempt, with
+   * read-then-write; UpdateItem alone, one per attempt, with write-returns-current.
+   */
   readonly figures: readonly BackoffFigure[];
 }
 
+/** One experiment's results for each protocol measured; a protocol missing renders nothing. */
+export type PerProtocol<T> = { readonly [P in ContentionProtocol]?: T };
+
 /** The backoff section of the report. */
 export interface BackoffResults {
+  readonly simulation: PerProtocol<BackoffSimulationResults>;
+  readonly emulator: PerProtocol<BackoffEmulatorResults>;
+  /**
+   * The simulation under the emulator's conditions, per protocol: one server, one request at a
+   * time, each taking what moto took (that protocol's no-backoff runs' time ÷ calls); the
+   * emulator's policy; no network outside it. Not a target: a check that the model explains the
+   * emulator's figures.
+   */
+  readonly emulatorModel: PerProtocol<BackoffSimulationResults>;
+  readonly targets: typeof BACKOFF_TARGETS;
+}
+
+/** The backoff section as results.json held it before there were protocols: read-then-write only. */
+export interface LegacyBackoffResults {
   readonly simulation: BackoffSimulationResults;
   readonly emulator: BackoffEmulatorResults;
-  /**
-   * The simulation under the emulator's conditions: one server, one request at a time, each
-   * taking what moto took (the no-backoff runs' time ÷ calls); the emulator's policy; no network
-   * outside it. Not a target: a check that the model explains the emulator's figures.
-   */
   readonly emulatorModel: BackoffSimulationResults;
   readonly targets: typeof BACKOFF_TARGETS;
+}
+
+/** Reads a backoff section of either shape as per-protocol results. */
+export function backoffResultsByProtocol(stored: BackoffResults | LegacyBackoffResults): BackoffResults {
+  const perProtocol = <T extends object>(field: PerProtocol<T> | T | undefined): PerProtocol<T> =>
+    field === undefined
+      ? {}
+      : 'figures' in field
+        ? { 'read-then-write': field as T }
+        : (field as PerProtocol<T>);
+  return {
+    simulation: perProtocol<BackoffSimulationResults>(stored.simulation),
+    emulator: perProtocol<BackoffEmulatorResults>(stored.emulator),
+    emulatorModel: perProtocol<BackoffSimulationResults>(stored.emulatorModel),
+    targets: stored.targets,
+  };
 }
 
 /** One contention run against the emulator. */
@@ -110,12 +150,30 @@ async function readItem(
   return { version: Number(version), counter: Number(counter) };
 }
 
+/** The conditional increment on `seen`; with `returnItem`, a failure returns the item (ALL_OLD). */
+function conditionalIncrement(
+  table: string,
+  id: string,
+  seen: number,
+  returnItem: boolean,
+): UpdateItemCommand {
+  return new UpdateItemCommand({
+    TableName: table,
+    Key: itemKey(id),
+    UpdateExpression: 'SET #version = #version + :one, #counter = #counter + :one',
+    ConditionExpression: '#version = :seen',
+    ExpressionAttributeNames: { '#version': 'version', '#counter': 'counter' },
+    ExpressionAttributeValues: { ':one': { N: '1' }, ':seen': { N: String(seen) } },
+    ...(returnItem ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+  });
+}
+
 /**
- * One client's increment: read, conditional write, back off on a conflict. Returns its attempts.
- * A client fails only when another committed inside its window, so it needs at most CLIENTS
- * attempts (bench/backoff.ts); more means something else went wrong.
+ * One client's increment with read-then-write: read, conditional write, back off on a conflict.
+ * Returns its attempts. A client fails only when another committed inside its window, so it needs
+ * at most CLIENTS attempts (bench/backoff.ts); more means something else went wrong.
  */
-async function incrementOnce(
+async function readThenWrite(
   dynamo: DynamoDBClient,
   table: string,
   id: string,
@@ -125,16 +183,7 @@ async function incrementOnce(
   for (let attempt = 1; ; attempt += 1) {
     const { version } = await readItem(dynamo, table, id);
     try {
-      await dynamo.send(
-        new UpdateItemCommand({
-          TableName: table,
-          Key: itemKey(id),
-          UpdateExpression: 'SET #version = #version + :one, #counter = #counter + :one',
-          ConditionExpression: '#version = :seen',
-          ExpressionAttributeNames: { '#version': 'version', '#counter': 'counter' },
-          ExpressionAttributeValues: { ':one': { N: '1' }, ':seen': { N: String(version) } },
-        }),
-      );
+      await dynamo.send(conditionalIncrement(table, id, version, false));
       return attempt;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -145,14 +194,56 @@ async function incrementOnce(
   }
 }
 
+/**
+ * One client's increment with write-returns-current: the conditional write alone, first on
+ * version 0 (the item is created at 0); a failure returns the item, whose version the client
+ * writes on next, after backing off. Returns its attempts. A failure means another client
+ * committed since the version this client last learned, so the same bound of CLIENTS attempts
+ * holds (bench/backoff.ts).
+ */
+async function writeReturnsCurrent(
+  dynamo: DynamoDBClient,
+  table: string,
+  id: string,
+  delay: BackoffDelay,
+  random: Random,
+): Promise<number> {
+  let seen = 0;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await dynamo.send(conditionalIncrement(table, id, seen, true));
+      return attempt;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current = error.Item?.version?.N;
+      if (current === undefined) {
+        throw new Error(
+          `a failed write on ${id} in ${table} returned no item version: the emulator ignored ReturnValuesOnConditionCheckFailure ALL_OLD`,
+          { cause: error },
+        );
+      }
+      seen = Number(current);
+      if (attempt >= CLIENTS)
+        throw new Error(`a client failed ${attempt} times among ${CLIENTS}`, { cause: error });
+      await sleep(delay(attempt, random));
+    }
+  }
+}
+
+const CLIENT_OF: Record<ContentionProtocol, typeof readThenWrite> = {
+  'read-then-write': readThenWrite,
+  'write-returns-current': writeReturnsCurrent,
+};
+
 /** All clients contend on a fresh item until each has incremented it once; checked before it counts. */
 async function contend(
   admin: DynamoDBClient,
   table: string,
+  protocol: ContentionProtocol,
   strategy: BackoffStrategyName,
   run: number,
 ): Promise<EmulatorRun> {
-  const id = `hot-${strategy}-${run}`;
+  const id = `hot-${protocol}-${strategy}-${run}`;
   await admin.send(
     new PutItemCommand({
       TableName: table,
@@ -176,22 +267,22 @@ async function contend(
   const log = countSdkCalls(dynamo);
   const delay = backoffDelay(strategy, EMULATOR_POLICY);
   const random = mulberry32(run);
+  const client = CLIENT_OF[protocol];
+  const label = `${protocol} ${strategy} run ${run}`;
   try {
     const started = performance.now();
     const attempts = await Promise.all(
-      Array.from({ length: CLIENTS }, () => incrementOnce(dynamo, table, id, delay, random)),
+      Array.from({ length: CLIENTS }, () => client(dynamo, table, id, delay, random)),
     );
     const ms = performance.now() - started;
     const totalAttempts = attempts.reduce((sum, a) => sum + a, 0);
     const calls = log.calls().length;
     const item = await readItem(admin, table, id);
     if (item.counter !== CLIENTS || item.version !== CLIENTS) {
-      throw new Error(
-        `${strategy} run ${run}: counter ${item.counter}, version ${item.version}, expected ${CLIENTS}`,
-      );
+      throw new Error(`${label}: counter ${item.counter}, version ${item.version}, expected ${CLIENTS}`);
     }
-    if (calls !== 2 * totalAttempts) {
-      throw new Error(`${strategy} run ${run}: ${calls} SDK calls for ${totalAttempts} attempts`);
+    if (calls !== callsPerAttempt(protocol) * totalAttempts) {
+      throw new Error(`${label}: ${calls} SDK calls for ${totalAttempts} attempts`);
     }
     return { calls, attempts: totalAttempts, ms };
   } finally {
@@ -199,8 +290,13 @@ async function contend(
   }
 }
 
-/** Every strategy `runs` times against moto, interleaved in rotating order, on one table it deletes after. */
-async function measureEmulator(log: (line: string) => void): Promise<BackoffEmulatorResults> {
+/**
+ * Every protocol and strategy `runs` times against moto, interleaved in rotating order, on one
+ * table it deletes after.
+ */
+async function measureEmulator(
+  log: (line: string) => void,
+): Promise<Record<ContentionProtocol, BackoffEmulatorResults>> {
   const admin = newDynamoDbClient();
   const table = uniqueName('bench-backoff');
   await admin.send(
@@ -212,23 +308,33 @@ async function measureEmulator(log: (line: string) => void): Promise<BackoffEmul
     }),
   );
   try {
-    const runs = new Map<BackoffStrategyName, EmulatorRun[]>(BACKOFF_STRATEGIES.map((s) => [s, []]));
+    const cases = BACKOFF_STRATEGIES.flatMap((strategy) =>
+      CONTENTION_PROTOCOLS.map((protocol) => ({ protocol, strategy })),
+    );
+    const runs = new Map(cases.map((c) => [`${c.protocol} ${c.strategy}`, [] as EmulatorRun[]]));
     for (let run = 1; run <= EMULATOR_RUNS; run += 1) {
-      const order = BACKOFF_STRATEGIES.map((_, i, all) => all[(i + run - 1) % all.length] ?? 'none');
-      for (const strategy of order) {
-        const result = await contend(admin, table, strategy, run);
-        log(`backoff: emulator ${strategy} run ${run}: ${result.calls} calls, ${result.ms.toFixed(0)} ms`);
-        runs.get(strategy)?.push(result);
+      const shift = (run - 1) % cases.length;
+      for (const c of [...cases.slice(shift), ...cases.slice(0, shift)]) {
+        const result = await contend(admin, table, c.protocol, c.strategy, run);
+        log(
+          `backoff: emulator ${c.protocol} ${c.strategy} run ${run}: ${result.calls} calls, ${result.ms.toFixed(0)} ms`,
+        );
+        runs.get(`${c.protocol} ${c.strategy}`)?.push(result);
       }
     }
-    return {
+    const results = (protocol: ContentionProtocol): BackoffEmulatorResults => ({
       clients: CLIENTS,
       runs: EMULATOR_RUNS,
       policy: EMULATOR_POLICY,
+      protocol,
       figures: BACKOFF_STRATEGIES.map((strategy) => {
-        const kept = runs.get(strategy) ?? [];
+        const kept = runs.get(`${protocol} ${strategy}`) ?? [];
         return { strategy, calls: spread(kept.map((r) => r.calls)), timeMs: spread(kept.map((r) => r.ms)) };
       }),
+    });
+    return {
+      'read-then-write': results('read-then-write'),
+      'write-returns-current': results('write-returns-current'),
     };
   } finally {
     await admin.send(new DeleteTableCommand({ TableName: table })).catch((error: unknown) => {
@@ -239,27 +345,46 @@ async function measureEmulator(log: (line: string) => void): Promise<BackoffEmul
 }
 
 /**
- * The backoff section: the seeded simulation, then the runs against `awsEndpoint` (the clients
- * read it from AWS_ENDPOINT_URL, as every SDK client here does).
+ * The simulation under the emulator's conditions for `emulator`'s protocol. Without backoff the
+ * one connection is never idle, so its time per call is moto's per request.
  */
-export async function measureBackoff(opts: {
-  readonly awsEndpoint: string;
-  readonly log: (line: string) => void;
-}): Promise<BackoffResults> {
-  const simulation = simulateBackoff(SIMULATION_SEEDS);
-  opts.log(`backoff: simulated ${simulation.clients} clients over ${SIMULATION_SEEDS} seeds`);
-  opts.log(`backoff: ${CLIENTS} clients against ${opts.awsEndpoint}, ${EMULATOR_RUNS} runs per strategy`);
-  const emulator = await measureEmulator(opts.log);
+function modelOfEmulator(emulator: BackoffEmulatorResults): BackoffSimulationResults {
   const noBackoff = emulator.figures.find((f) => f.strategy === 'none');
   if (noBackoff === undefined) throw new Error('the emulator has no figures for no backoff');
-  // Without backoff the one connection is never idle, so its time per call is moto's per request.
-  const emulatorModel = simulateBackoff(SIMULATION_SEEDS, {
+  return simulateBackoff(SIMULATION_SEEDS, {
     clients: CLIENTS,
     policy: EMULATOR_POLICY,
     networkMeanMs: 0,
     networkSdMs: 0,
     serviceMs: noBackoff.timeMs.median / noBackoff.calls.median,
+    protocol: emulator.protocol ?? 'read-then-write',
   });
+}
+
+/**
+ * The backoff section: the seeded simulation, then the runs against `awsEndpoint` (the clients
+ * read it from AWS_ENDPOINT_URL, as every SDK client here does), each for both protocols.
+ */
+export async function measureBackoff(opts: {
+  readonly awsEndpoint: string;
+  readonly log: (line: string) => void;
+}): Promise<BackoffResults> {
+  const simulation = {
+    'read-then-write': simulateBackoff(SIMULATION_SEEDS, SIMULATION_MODEL),
+    'write-returns-current': simulateBackoff(SIMULATION_SEEDS, {
+      ...SIMULATION_MODEL,
+      protocol: 'write-returns-current',
+    }),
+  };
+  opts.log(`backoff: simulated ${CLIENTS} clients over ${SIMULATION_SEEDS} seeds, both protocols`);
+  opts.log(
+    `backoff: ${CLIENTS} clients against ${opts.awsEndpoint}, ${EMULATOR_RUNS} runs per protocol and strategy`,
+  );
+  const emulator = await measureEmulator(opts.log);
+  const emulatorModel = {
+    'read-then-write': modelOfEmulator(emulator['read-then-write']),
+    'write-returns-current': modelOfEmulator(emulator['write-returns-current']),
+  };
   return { simulation, emulator, emulatorModel, targets: BACKOFF_TARGETS };
 }
 

@@ -7,24 +7,36 @@
  * against moto.
  *
  * The model:
- * - One item with a version. An attempt is a read (the client learns the version), then a
- *   conditional write carrying that version. The write commits (version + 1) only if no other
- *   write committed since the read: of the attempts that overlap in one contention window,
- *   exactly one succeeds.
+ * - One item with a version, created at version 0. A write is conditional on the version the
+ *   client last learned and commits (version + 1) only if no other write committed since: of the
+ *   attempts that overlap in one contention window, exactly one succeeds. How a client learns
+ *   the version is the protocol:
+ *   - `read-then-write` (Brooker's, the default): an attempt is a read (the client learns the
+ *     version), then the conditional write carrying it: two calls per attempt.
+ *   - `write-returns-current`: an attempt is the conditional write alone, one call, as DynamoDB
+ *     clients do when they can (UpdateItem with ReturnValuesOnConditionCheckFailure ALL_OLD;
+ *     tenang's dedup store claims that way). The first attempt writes on version 0, the version
+ *     the item was created with; a failed write returns the item, so the client learns the
+ *     current version from the failure and, after backing off, writes again on it.
  * - Every message (request or reply) takes a one-way network delay drawn from |N(10, 2)| ms, as
  *   Brooker's does. The server answers at once and never queues: it does not serialize requests.
  *   With `serviceMs` it does: one request at a time, in arrival order, each taking that long, as
  *   the emulator experiment's moto does (used to check that the model explains its figures).
  * - Every client starts at t = 0. After a failed write the client hears the failure, waits the
- *   strategy's delay for that failed attempt, and reads again.
- * - Calls are attempts (Brooker counts the writes; each attempt also made one read, so the
- *   ratios between strategies are the same either way). Completion time is when the last client
- *   hears its write succeed.
+ *   strategy's delay for that failed attempt, and starts its next attempt (a read, or the write).
+ * - Attempts are what the figures count (Brooker counts the writes); `calls` are the requests the
+ *   server served, two per attempt with read-then-write and one with write-returns-current, so
+ *   within one protocol the ratios between strategies are the same either way. Completion time is
+ *   when the last client hears its write succeed.
  *
- * Why every client finishes: a failed attempt saw a commit of another client inside its window
- * (between its read and its write), and one client's windows do not overlap, so the k-th client
- * to succeed fails at most k − 1 times. No client needs more than N attempts, all of them
- * together at most N(N+1)/2, whatever the strategy; the simulation throws if that is ever broken.
+ * Why every client finishes: a failed write carried a version that is no longer the item's, so
+ * another client committed inside the attempt's window: between its read and its write with
+ * read-then-write; with write-returns-current, since the version this client last learned (at
+ * creation, or from its previous failure) and this write. One client's windows do not overlap
+ * (with write-returns-current each starts where the previous one ended), so the k-th client to
+ * succeed fails at most k − 1 times. No client needs more than N attempts, all of them together
+ * at most N(N+1)/2, whatever the strategy and protocol; the simulation throws if that is ever
+ * broken.
  */
 import { backoffCeilingSeconds, type RetryPolicy } from '../lib/config';
 import { fullJitterDelaySeconds, type Random } from '../lib/core/backoff';
@@ -74,6 +86,23 @@ function standardNormal(random: Random): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
+/**
+ * How a client learns the version it writes on: a read before each write (two calls per
+ * attempt), or from the failed write itself (one call per attempt). See the model above.
+ */
+export type ContentionProtocol = 'read-then-write' | 'write-returns-current';
+
+/** Every protocol, in the order the report shows them. */
+export const CONTENTION_PROTOCOLS: readonly ContentionProtocol[] = [
+  'read-then-write',
+  'write-returns-current',
+];
+
+/** Requests to the server per attempt under `protocol`. */
+export function callsPerAttempt(protocol: ContentionProtocol): number {
+  return protocol === 'read-then-write' ? 2 : 1;
+}
+
 /** The contention simulated. */
 export interface ContentionModel {
   /** Clients, each making one write. */
@@ -90,12 +119,16 @@ export interface ContentionModel {
    * @default 0
    */
   readonly serviceMs?: number;
+  /** How a client learns the version it writes on. @default 'read-then-write' (Brooker's) */
+  readonly protocol?: ContentionProtocol;
 }
 
 /** What one simulated contention came to. */
 export interface ContentionOutcome {
-  /** Attempts (read + conditional write) of all clients together. */
+  /** Attempts of all clients together (read + conditional write, or the conditional write alone). */
   readonly attempts: number;
+  /** Requests the server served: attempts × 2 with read-then-write, attempts with write-returns-current. */
+  readonly calls: number;
   /** Virtual time until the last client heard its write succeed, ms. */
   readonly completionMs: number;
   /** Writes that committed: one per client when every client finished. */
@@ -114,6 +147,7 @@ interface SimClient {
   at: number;
   seenVersion: number;
   attempts: number;
+  calls: number;
   successRank: number;
 }
 
@@ -131,12 +165,16 @@ export function simulateContention(
   const meanMs = model.networkMeanMs ?? 10;
   const sdMs = model.networkSdMs ?? 2;
   const network = (): number => Math.abs(meanMs + sdMs * standardNormal(random));
+  // Read-then-write reads before every write; write-returns-current learns from failed writes.
+  const readFirst = (model.protocol ?? 'read-then-write') === 'read-then-write';
 
+  // With write-returns-current a client starts knowing version 0, the one the item was created with.
   const clients: SimClient[] = Array.from({ length: model.clients }, () => ({
-    next: 'read',
+    next: readFirst ? 'read' : 'write',
     at: network(),
-    seenVersion: -1,
+    seenVersion: readFirst ? -1 : 0,
     attempts: 0,
+    calls: 0,
     successRank: 0,
   }));
   const serviceMs = model.serviceMs ?? 0;
@@ -151,13 +189,18 @@ export function simulateContention(
     // Served in arrival order, so the item a request sees is the one every earlier request left.
     const answeredAt = Math.max(client.at, serverFreeAt) + serviceMs;
     serverFreeAt = answeredAt;
+    client.calls += 1;
 
     if (client.next === 'read') {
       client.attempts += 1;
       client.seenVersion = version;
       client.next = 'write';
       client.at = answeredAt + network() + network();
-    } else if (client.seenVersion === version) {
+      continue;
+    }
+    // A write: with write-returns-current it is the whole attempt.
+    if (!readFirst) client.attempts += 1;
+    if (client.seenVersion === version) {
       version += 1;
       client.successRank = version;
       client.next = 'done';
@@ -168,12 +211,18 @@ export function simulateContention(
           `a client failed ${client.attempts} times among ${model.clients}: the model is broken`,
         );
       }
-      client.next = 'read';
+      if (readFirst) {
+        client.next = 'read';
+      } else {
+        // The failure returned the item: the client writes next on the version it holds now.
+        client.seenVersion = version;
+      }
       client.at = answeredAt + network() + delay(client.attempts, random) + network();
     }
   }
   return {
     attempts: clients.reduce((sum, c) => sum + c.attempts, 0),
+    calls: clients.reduce((sum, c) => sum + c.calls, 0),
     completionMs,
     successes: clients.filter((c) => c.successRank > 0).length,
     finalVersion: version,
@@ -202,7 +251,10 @@ export function spread(values: readonly number[]): Spread {
 /** One strategy's figures in one experiment. */
 export interface BackoffFigure {
   readonly strategy: BackoffStrategyName;
-  /** Calls over the runs: attempts in the simulation, SDK commands against the emulator. */
+  /**
+   * Calls over the runs: attempts in the simulation (two requests each with read-then-write, one
+   * with write-returns-current), SDK commands against the emulator.
+   */
   readonly calls: Spread;
   /** Time until every client was done over the runs, ms (virtual in the simulation). */
   readonly timeMs: Spread;
@@ -217,6 +269,8 @@ export interface BackoffSimulationResults {
   readonly networkMeanMs: number;
   readonly networkSdMs: number;
   readonly serviceMs: number;
+  /** Absent in results written before there were protocols: those are read-then-write. */
+  readonly protocol?: ContentionProtocol;
   readonly figures: readonly BackoffFigure[];
 }
 
@@ -227,6 +281,7 @@ export const SIMULATION_MODEL: Required<ContentionModel> = {
   networkMeanMs: 10,
   networkSdMs: 2,
   serviceMs: 0,
+  protocol: 'read-then-write',
 };
 
 /** Every strategy over seeds 1..`seeds`; all clients must finish, or it throws. */
@@ -238,7 +293,9 @@ export function simulateBackoff(
     const outcomes = Array.from({ length: seeds }, (_, i) => simulateContention(strategy, model, i + 1));
     for (const o of outcomes) {
       if (o.successes !== model.clients || o.finalVersion !== model.clients) {
-        throw new Error(`${strategy}: ${o.successes} of ${model.clients} clients finished`);
+        throw new Error(
+          `${model.protocol} ${strategy}: ${o.successes} of ${model.clients} clients finished, version ${o.finalVersion}`,
+        );
       }
     }
     return {

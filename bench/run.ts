@@ -6,8 +6,22 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command } from 'commander';
-import type { BackoffFigure, BackoffStrategyName } from './backoff';
-import { measureBackoff, ratioToExponential, type BackoffResults } from './backoff-emulator';
+import {
+  CONTENTION_PROTOCOLS,
+  callsPerAttempt,
+  type BackoffFigure,
+  type BackoffSimulationResults,
+  type BackoffStrategyName,
+  type ContentionProtocol,
+} from './backoff';
+import {
+  backoffResultsByProtocol,
+  measureBackoff,
+  ratioToExponential,
+  type BackoffResults,
+  type LegacyBackoffResults,
+  type PerProtocol,
+} from './backoff-emulator';
 import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
 import { measureBundles, type BundleResult } from './bundles';
 import { measureCache, type CacheResults } from './cache';
@@ -19,7 +33,8 @@ interface Results {
   readonly calls?: CallsResults;
   readonly bundles?: readonly BundleResult[];
   readonly cache?: CacheResults;
-  readonly backoff?: BackoffResults;
+  /** Before there were protocols, the backoff section held read-then-write's figures alone. */
+  readonly backoff?: BackoffResults | LegacyBackoffResults;
   readonly backlog?: BacklogResults;
   /** Sections measured in the run that wrote this file; the others were kept from an earlier run. */
   readonly measuredNow?: readonly string[];
@@ -69,6 +84,16 @@ const STRATEGY_LABEL: Record<BackoffStrategyName, string> = {
   'full-jitter': '**full jitter** (lib/core/backoff.ts)',
 };
 
+const PROTOCOL_LABEL: Record<ContentionProtocol, string> = {
+  'read-then-write': '*read-then-write* (two calls per attempt)',
+  'write-returns-current': '*write-returns-current* (one call per attempt)',
+};
+
+/** Up to two decimals, fixed: 0.40. */
+function ratio(n: number): string {
+  return n.toFixed(2);
+}
+
 /** One experiment's table; a target is full jitter's `metric` at most `target` × exponential's. */
 function backoffTable(
   figures: readonly BackoffFigure[],
@@ -87,32 +112,121 @@ function backoffTable(
           ? 'yes'
           : 'no ⚠'
         : '—';
-      return `| ${STRATEGY_LABEL[f.strategy]} | ${f.calls.median} | ${f.calls.min}–${f.calls.max} | ${seconds(f.timeMs.median)} | ${seconds(f.timeMs.min)}–${seconds(f.timeMs.max)} | ${ratioToExponential(figures, f.strategy, 'calls').toFixed(2)} | ${ratioToExponential(figures, f.strategy, 'timeMs').toFixed(2)} | ${goal} | ${met} |`;
+      return `| ${STRATEGY_LABEL[f.strategy]} | ${f.calls.median} | ${f.calls.min}–${f.calls.max} | ${seconds(f.timeMs.median)} | ${seconds(f.timeMs.min)}–${seconds(f.timeMs.max)} | ${ratio(ratioToExponential(figures, f.strategy, 'calls'))} | ${ratio(ratioToExponential(figures, f.strategy, 'timeMs'))} | ${goal} | ${met} |`;
     }),
   ];
 }
 
-function backoffSection(b: BackoffResults): string[] {
-  const sim = b.simulation;
-  const emu = b.emulator;
-  const model = b.emulatorModel;
+/** The protocols `byProtocol` holds, in report order, with their results. */
+function present<T>(byProtocol: PerProtocol<T>): (readonly [ContentionProtocol, T])[] {
+  return CONTENTION_PROTOCOLS.flatMap((p) => {
+    const value = byProtocol[p];
+    return value === undefined ? [] : [[p, value] as const];
+  });
+}
+
+/** One table per protocol present, each under its protocol's name. */
+function perProtocolTables<T extends { readonly figures: readonly BackoffFigure[] }>(
+  byProtocol: PerProtocol<T>,
+  unit: string,
+  target?: { readonly metric: 'calls' | 'timeMs'; readonly ratio: number },
+): string[] {
+  return present(byProtocol).flatMap(([p, r]) => [
+    PROTOCOL_LABEL[p],
+    '',
+    ...backoffTable(r.figures, unit, target),
+    '',
+  ]);
+}
+
+/** A strategy's median figure in `figures`, NaN when it is missing. */
+function median(
+  figures: readonly BackoffFigure[],
+  strategy: BackoffStrategyName,
+  metric: 'calls' | 'timeMs',
+): number {
+  return figures.find((f) => f.strategy === strategy)?.[metric].median ?? NaN;
+}
+
+/** Share of the time the model's server spent serving requests, with `strategy`. */
+function modelBusy(model: BackoffSimulationResults, strategy: BackoffStrategyName): string {
+  const requests =
+    median(model.figures, strategy, 'calls') * callsPerAttempt(model.protocol ?? 'read-then-write');
+  return `${((100 * requests * model.serviceMs) / median(model.figures, strategy, 'timeMs')).toFixed(0)} %`;
+}
+
+/** What the emulator's and the model's figures say about the time target, per protocol. */
+function backoffReading(b: BackoffResults): string[] {
+  const lines: string[] = [];
+  const target = b.targets.emulatorTime;
+  for (const [p, emu] of present(b.emulator)) {
+    const time = ratioToExponential(emu.figures, 'full-jitter', 'timeMs');
+    const met = time <= target;
+    const vsNone = (metric: 'calls' | 'timeMs'): string =>
+      ratio(median(emu.figures, 'full-jitter', metric) / median(emu.figures, 'none', metric));
+    const model = b.emulatorModel[p];
+    const verdict = `against the emulator full jitter finishes in ${ratio(time)}× the time of exponential without jitter, with ${ratio(ratioToExponential(emu.figures, 'full-jitter', 'calls'))}× its calls: the time target (≤ ${target}×) is **${met ? 'met' : 'not met'}**${model === undefined ? '' : `; the model of the emulator gives ${ratio(ratioToExponential(model.figures, 'full-jitter', 'timeMs'))}×`}. Against no backoff, full jitter takes ${vsNone('timeMs')}× the time and ${vsNone('calls')}× the calls.`;
+    let why = '';
+    if (model !== undefined && p === 'read-then-write' && !met) {
+      const sim = b.simulation[p];
+      const simulationCalls =
+        sim === undefined
+          ? 'no figure'
+          : `${ratio(ratioToExponential(sim.figures, 'full-jitter', 'calls'))}×`;
+      why = ` Why: on a serializing server the queue itself desynchronizes the clients. Requests are answered one at a time (${model.serviceMs.toFixed(1)} ms each here), so clients that fail together hear it one request apart and, waiting equal delays, come back one request apart too. That spreading is what jitter does in the simulation, whose server never queues and where exponential's clients fail and return together. Each read-then-write attempt reads the version afresh, so a client the queue has set apart from the others can commit however long it waited: full jitter makes ${ratio(ratioToExponential(model.figures, 'full-jitter', 'calls'))}× exponential's attempts in the model and ${ratio(ratioToExponential(emu.figures, 'full-jitter', 'calls'))}× its calls against the emulator, against ${simulationCalls} in the simulation.`;
+    }
+    if (model !== undefined && p === 'write-returns-current') {
+      const exponentialCalls = median(model.figures, 'exponential', 'calls');
+      const rounds = (model.clients * (model.clients + 1)) / 2;
+      why =
+        exponentialCalls === rounds
+          ? ` Here the queue's spreading works against exponential without jitter: a failed write tells its client the version at that moment, the failures are answered one request apart, and equal delays bring the clients back in the order they failed, so the first to return commits and every other carries a version from before that commit. One commit per round, as without backoff: ${exponentialCalls} attempts in the model, N(N+1)/2, with the server idle through the growing waits (busy ${modelBusy(model, 'exponential')} of the time). Full jitter reorders the returns, so more than one client commits per round (${median(model.figures, 'full-jitter', 'calls')} attempts in the model, busy ${modelBusy(model, 'full-jitter')}).`
+          : ` In the model exponential without jitter makes ${exponentialCalls} attempts (N(N+1)/2 = ${rounds}), full jitter ${median(model.figures, 'full-jitter', 'calls')}.`;
+    }
+    lines.push(
+      `- **${p === 'read-then-write' ? 'Read-then-write' : 'Write-returns-current'}**: ${verdict}${why}`,
+    );
+  }
+  return lines.length === 0 ? [] : ['**What the figures say**', '', ...lines, ''];
+}
+
+function backoffSection(stored: BackoffResults | LegacyBackoffResults): string[] {
+  const b = backoffResultsByProtocol(stored);
+  const sim = present(b.simulation)[0]?.[1];
+  const emu = present(b.emulator)[0]?.[1];
+  const models = present(b.emulatorModel);
+  const model = models[0]?.[1];
+  const clients = sim?.clients ?? emu?.clients ?? model?.clients ?? 0;
   return [
     '## Backoff under contention',
     '',
-    `${sim.clients} clients each make one optimistic-concurrency write to one hot item (read the version, write on condition that it has not changed) and retry until it commits, with **no backoff**, **exponential backoff without jitter** (min(cap, base × 2^(n−1)), lib/config/derive.ts) or **full jitter** (a whole number of ms drawn from 0 to that, lib/core/backoff.ts). Targets (reliability issue): in the simulation full jitter makes ≤ ${b.targets.simulationCalls}× the calls of exponential without jitter; against the emulator it finishes in ≤ ${b.targets.emulatorTime}× the time.`,
+    `${clients} clients each make one optimistic-concurrency write to one hot item (a write on condition that the version has not changed since the client learned it) and retry until it commits, with **no backoff**, **exponential backoff without jitter** (min(cap, base × 2^(n−1)), lib/config/derive.ts) or **full jitter** (a whole number of ms drawn from 0 to that, lib/core/backoff.ts). Two protocols: **read-then-write**, Brooker's: each attempt reads the version, then writes on it, two calls; **write-returns-current**, one call per attempt, as DynamoDB clients do when they can (tenang's dedup store claims this way): a conditional UpdateItem with ReturnValuesOnConditionCheckFailure ALL_OLD, the first on version 0, the one the item was created with; a failed write returns the item, and after backing off the client writes again on the version it returned. Targets (reliability issue), judged for each protocol: in the simulation full jitter makes ≤ ${b.targets.simulationCalls}× the calls of exponential without jitter; against the emulator it finishes in ≤ ${b.targets.emulatorTime}× the time.`,
     '',
-    `**Simulation** (bench/backoff.ts): a seeded discrete-event model after Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog). One-way network delay |N(${sim.networkMeanMs}, ${sim.networkSdMs})| ms, a server that answers at once and never queues; of the writes that overlap in one contention window only one commits. Base ${sim.policy.baseDelaySeconds} ms, cap ${sim.policy.maxDelaySeconds} ms (Brooker's). Attempts are a read and a conditional write each (Brooker counts the writes); time is virtual, until the last client has committed. Median and range over ${sim.seeds} seeds.`,
-    '',
-    ...backoffTable(sim.figures, 'attempts', { metric: 'calls', ratio: b.targets.simulationCalls }),
-    '',
-    `**Emulator** (bench/backoff-emulator.ts): ${emu.clients} concurrent clients in one process against moto: GetItem (consistent), then UpdateItem with \`version = :seen\`, backing off on ConditionalCheckFailedException. Base ${emu.policy.baseDelaySeconds} ms, cap ${emu.policy.maxDelaySeconds} ms. The clients share one SDK client with one connection and no SDK retries, so moto serves their requests one at a time in arrival order: the server queues. (Over many connections moto 5.2.1 serves requests on threads and its condition check and write are not atomic: two writes on the same version can both commit, and the counter ends below ${emu.clients}.) Calls are the SDK commands counted by lib/adapters/aws/call-counter.ts (two per attempt); time is wall time until all ${emu.clients} have committed. ${emu.runs} runs per strategy, interleaved in rotating order, each checked (counter and version end at ${emu.clients}) before it is kept; median and range.`,
-    '',
-    ...backoffTable(emu.figures, 'SDK calls', { metric: 'timeMs', ratio: b.targets.emulatorTime }),
-    '',
-    `**Model of the emulator**: the simulation with the emulator's conditions instead of Brooker's: one server that serves a request at a time in arrival order, ${model.serviceMs.toFixed(1)} ms each (the emulator's no-backoff runs: median time ÷ median calls; the connection is never idle there), no network delay beyond that, base ${model.policy.baseDelaySeconds} ms, cap ${model.policy.maxDelaySeconds} ms; attempts (two requests each) and virtual time, over ${model.seeds} seeds. Serving one request of each of the ${model.clients} clients takes ${((model.clients * model.serviceMs) / 1000).toFixed(2)} s, against the ${model.policy.maxDelaySeconds} ms cap. Not a target: a check that the model explains the emulator's figures.`,
-    '',
-    ...backoffTable(model.figures, 'attempts'),
-    '',
+    ...(sim === undefined
+      ? []
+      : [
+          `**Simulation** (bench/backoff.ts): a seeded discrete-event model after Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog). One-way network delay |N(${sim.networkMeanMs}, ${sim.networkSdMs})| ms, a server that answers at once and never queues; of the writes that overlap in one contention window only one commits. Base ${sim.policy.baseDelaySeconds} ms, cap ${sim.policy.maxDelaySeconds} ms (Brooker's). Attempts are a read and a conditional write each with read-then-write (Brooker counts the writes), the conditional write alone with write-returns-current, so within a protocol the ratio of attempts is the ratio of calls; time is virtual, until the last client has committed. Median and range over ${sim.seeds} seeds.`,
+          '',
+          ...perProtocolTables(b.simulation, 'attempts', {
+            metric: 'calls',
+            ratio: b.targets.simulationCalls,
+          }),
+        ]),
+    ...(emu === undefined
+      ? []
+      : [
+          `**Emulator** (bench/backoff-emulator.ts): ${emu.clients} concurrent clients in one process against moto, with UpdateItem on condition \`version = :seen\`, backing off on ConditionalCheckFailedException: read-then-write reads the version with GetItem (consistent) before each UpdateItem; write-returns-current sends the UpdateItem alone, first on version 0, and takes the version from the item the exception returns. Base ${emu.policy.baseDelaySeconds} ms, cap ${emu.policy.maxDelaySeconds} ms. The clients share one SDK client with one connection and no SDK retries, so moto serves their requests one at a time in arrival order: the server queues. (Over many connections moto 5.2.1 serves requests on threads and its condition check and write are not atomic: two writes on the same version can both commit, and the counter ends below ${emu.clients}.) Calls are the SDK commands counted by lib/adapters/aws/call-counter.ts (two per attempt with read-then-write, one with write-returns-current, checked); time is wall time until all ${emu.clients} have committed. ${emu.runs} runs per protocol and strategy, interleaved in rotating order, each checked (counter and version end at ${emu.clients}) before it is kept; median and range.`,
+          '',
+          ...perProtocolTables(b.emulator, 'SDK calls', { metric: 'timeMs', ratio: b.targets.emulatorTime }),
+        ]),
+    ...(model === undefined
+      ? []
+      : [
+          `**Model of the emulator**: the simulation with the emulator's conditions instead of Brooker's: one server that serves a request at a time in arrival order, ${models.map(([p, m]) => `${m.serviceMs.toFixed(1)} ms each with ${p}`).join(' and ')} (that protocol's no-backoff runs against the emulator: median time ÷ median calls; the connection is never idle there), no network delay beyond that, base ${model.policy.baseDelaySeconds} ms, cap ${model.policy.maxDelaySeconds} ms; attempts (two requests each with read-then-write, one with write-returns-current) and virtual time, over ${model.seeds} seeds. Serving one request of each of the ${model.clients} clients takes ${((model.clients * model.serviceMs) / 1000).toFixed(2)} s, against the ${model.policy.maxDelaySeconds} ms cap. Not a target: a check that the model explains the emulator's figures.`,
+          '',
+          ...perProtocolTables(b.emulatorModel, 'attempts'),
+        ]),
+    ...backoffReading(b),
   ];
 }
 

@@ -2,19 +2,33 @@ import fc from 'fast-check';
 import { backoffCeilingSeconds, type RetryPolicy } from '../../../lib/config';
 import {
   BACKOFF_STRATEGIES,
+  CONTENTION_PROTOCOLS,
+  SIMULATION_MODEL,
   backoffDelay,
+  callsPerAttempt,
   mulberry32,
   simulateBackoff,
   simulateContention,
   spread,
   type BackoffStrategyName,
   type ContentionModel,
+  type ContentionProtocol,
 } from '../../../bench/backoff';
 
 const POLICY: RetryPolicy = { baseDelaySeconds: 10, maxDelaySeconds: 2_000 };
 const MODEL: ContentionModel = { clients: 100, policy: POLICY };
+const ONE_CALL: ContentionModel = { ...MODEL, protocol: 'write-returns-current' };
+/** The emulator's conditions: one request at a time, 11.6 ms each, no network; base 10 ms, cap 1 s. */
+const SERIALIZING: ContentionModel = {
+  clients: 100,
+  policy: { baseDelaySeconds: 10, maxDelaySeconds: 1_000 },
+  networkMeanMs: 0,
+  networkSdMs: 0,
+  serviceMs: 11.6,
+};
 
 const anyStrategy = fc.constantFrom<BackoffStrategyName>(...BACKOFF_STRATEGIES);
+const anyProtocol = fc.constantFrom<ContentionProtocol>(...CONTENTION_PROTOCOLS);
 const anySeed = fc.integer({ min: 0, max: 2 ** 32 - 1 });
 /** Small enough that a property runs many cases quickly, large enough to contend. */
 const anyClients = fc.integer({ min: 1, max: 40 });
@@ -123,20 +137,22 @@ describe('Function: simulateContention', () => {
     expect(outcome.successes).toBe(1);
   });
 
-  it('when any number of clients contend with any strategy, exactly N commit and the k-th to commit made at most k attempts', () => {
+  it('when any number of clients contend with any strategy and protocol, exactly N commit and the k-th to commit made at most k attempts', () => {
     fc.assert(
       fc.property(
         anyStrategy,
+        anyProtocol,
         anyClients,
         anyPolicy,
         anyServiceMs,
         anySeed,
-        (strategy, clients, policy, serviceMs, seed) => {
+        (strategy, protocol, clients, policy, serviceMs, seed) => {
           // Act
-          const outcome = simulateContention(strategy, { clients, policy, serviceMs }, seed);
+          const outcome = simulateContention(strategy, { clients, policy, serviceMs, protocol }, seed);
 
-          // Assess: a failure needs another client's commit inside the attempt's window, and one
-          // client's windows do not overlap, so the k-th to commit failed at most k − 1 times.
+          // Assess: a failure needs another client's commit inside the attempt's window (since its
+          // read, or since the version it last learned), and one client's windows do not overlap,
+          // so the k-th to commit failed at most k − 1 times.
           expect(outcome.successes).toBe(clients);
           expect(outcome.finalVersion).toBe(clients);
           for (const [i, attempts] of outcome.attemptsByClient.entries()) {
@@ -144,9 +160,10 @@ describe('Function: simulateContention', () => {
             expect(attempts).toBeLessThanOrEqual(outcome.successRankByClient[i] ?? 0);
           }
           expect(outcome.attempts).toBeLessThanOrEqual((clients * (clients + 1)) / 2);
+          expect(outcome.calls).toBe(callsPerAttempt(protocol) * outcome.attempts);
         },
       ),
-      { numRuns: 100 },
+      { numRuns: 200 },
     );
   });
 
@@ -165,6 +182,7 @@ describe('Function: simulateContention', () => {
 
     // Assess: 1 + 2 + … + 10 attempts, two requests each, 5 ms per request back to back.
     expect(outcome.attempts).toBe(55);
+    expect(outcome.calls).toBe(110);
     expect(outcome.attemptsByClient).toEqual(outcome.successRankByClient);
     expect(outcome.completionMs).toBeCloseTo(2 * 55 * 5, 6);
   });
@@ -177,6 +195,89 @@ describe('Function: simulateContention', () => {
     expect(outcome.successes).toBe(100);
     expect(outcome.finalVersion).toBe(100);
   });
+
+  it.each(BACKOFF_STRATEGIES)('when no protocol is given (%s), it is read-then-write', (strategy) => {
+    // Act
+    const implicit = simulateContention(strategy, MODEL, 4);
+    const explicit = simulateContention(strategy, { ...MODEL, protocol: 'read-then-write' }, 4);
+
+    // Assess
+    expect(implicit).toEqual(explicit);
+    expect(implicit.calls).toBe(2 * implicit.attempts);
+  });
+
+  it.each(BACKOFF_STRATEGIES)(
+    'when run twice with one seed with write-returns-current (%s), the outcomes are identical',
+    (strategy) => {
+      // Act
+      const first = simulateContention(strategy, ONE_CALL, 7);
+      const second = simulateContention(strategy, ONE_CALL, 7);
+
+      // Assess
+      expect(second).toEqual(first);
+    },
+  );
+
+  it.each(BACKOFF_STRATEGIES)(
+    'when 100 clients contend with write-returns-current (%s), every client commits exactly once, one call per attempt',
+    (strategy) => {
+      // Act
+      const outcome = simulateContention(strategy, ONE_CALL, 3);
+
+      // Assess
+      expect(outcome.successes).toBe(100);
+      expect(outcome.finalVersion).toBe(100);
+      expect([...outcome.successRankByClient].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+      );
+      expect(outcome.calls).toBe(outcome.attempts);
+      expect(outcome.completionMs).toBeGreaterThan(0);
+    },
+  );
+
+  it.each(BACKOFF_STRATEGIES)(
+    'when one client is alone with write-returns-current (%s), its first write on version 0 commits',
+    (strategy) => {
+      // Act
+      const outcome = simulateContention(strategy, { ...ONE_CALL, clients: 1 }, 11);
+
+      // Assess
+      expect(outcome.attempts).toBe(1);
+      expect(outcome.calls).toBe(1);
+      expect(outcome.finalVersion).toBe(1);
+    },
+  );
+
+  it('when a serializing server meets clients without backoff with write-returns-current, they make N(N+1)/2 calls back to back', () => {
+    // Prepare
+    const model: ContentionModel = { ...SERIALIZING, protocol: 'write-returns-current' };
+
+    // Act
+    const outcome = simulateContention('none', model, 1);
+
+    // Assess: every round, the first client to write commits and every later one carries the
+    // version from before that commit: 100 + 99 + … + 1 writes, 11.6 ms each, never idle.
+    expect(outcome.attempts).toBe(5_050);
+    expect(outcome.calls).toBe(5_050);
+    expect(outcome.attemptsByClient).toEqual(outcome.successRankByClient);
+    expect(outcome.completionMs).toBeCloseTo(5_050 * 11.6, 6);
+  });
+
+  it.each([1, 2, 3, 4, 5])(
+    'when a serializing server meets write-returns-current (seed %p), full jitter finishes before exponential without jitter',
+    (seed) => {
+      // Prepare
+      const model: ContentionModel = { ...SERIALIZING, protocol: 'write-returns-current' };
+
+      // Act
+      const exponential = simulateContention('exponential', model, seed);
+      const fullJitter = simulateContention('full-jitter', model, seed);
+
+      // Assess
+      expect(fullJitter.completionMs).toBeLessThan(exponential.completionMs);
+      expect(fullJitter.calls).toBeLessThan(exponential.calls);
+    },
+  );
 
   it.each([0, -1, 2.5])('when clients is %p, it throws a RangeError', (clients) => {
     // Act
@@ -200,6 +301,30 @@ describe('Function: simulateBackoff', () => {
       expect(f.calls.min).toBeLessThanOrEqual(f.calls.median);
       expect(f.calls.median).toBeLessThanOrEqual(f.calls.max);
     }
+  });
+
+  it('when given write-returns-current, the results name it and differ from read-then-write', () => {
+    // Act
+    const readThenWrite = simulateBackoff(3);
+    const oneCall = simulateBackoff(3, { ...SIMULATION_MODEL, protocol: 'write-returns-current' });
+
+    // Assess
+    expect(readThenWrite.protocol).toBe('read-then-write');
+    expect(oneCall.protocol).toBe('write-returns-current');
+    expect(oneCall.figures).not.toEqual(readThenWrite.figures);
+  });
+});
+
+describe('Function: callsPerAttempt', () => {
+  it.each([
+    { protocol: 'read-then-write' as const, expected: 2 },
+    { protocol: 'write-returns-current' as const, expected: 1 },
+  ])('when the protocol is $protocol, an attempt is $expected call(s)', ({ protocol, expected }) => {
+    // Act
+    const calls = callsPerAttempt(protocol);
+
+    // Assess
+    expect(calls).toBe(expected);
   });
 });
 
