@@ -117,7 +117,10 @@ async function importWithEnv<T>(env: Record<string, string>, load: () => Promise
 }
 
 /** A job type's queue and its DLQ (with the deployed redrive), fresh for one test. */
-async function createQueues(jobType: ResolvedJobType): Promise<{ queueUrl: string; dlqUrl: string }> {
+/** The job type's queue, its DLQ and, when the job type declares a useful age, its side queue. */
+async function createQueues(
+  jobType: ResolvedJobType,
+): Promise<{ queueUrl: string; dlqUrl: string; expiredQueueUrl?: string }> {
   const fifo = jobType.queue.kind === 'fifo';
   const create = async (name: string, attributes: Record<string, string>): Promise<string> => {
     const { QueueUrl } = await sqs.send(
@@ -141,7 +144,8 @@ async function createQueues(jobType: ResolvedJobType): Promise<{ queueUrl: strin
       maxReceiveCount: jobType.maxReceiveCount,
     }),
   });
-  return { queueUrl, dlqUrl };
+  if (jobType.usefulAgeSeconds === undefined) return { queueUrl, dlqUrl };
+  return { queueUrl, dlqUrl, expiredQueueUrl: await create(uniqueName('bad-expired'), {}) };
 }
 
 /** Unique, valid ids for one message of `type`. */
@@ -480,6 +484,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
           DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
           QUEUE_URL: 'http://localhost/unused',
           DLQ_URL: 'http://localhost/unused-dlq',
+          EXPIRED_QUEUE_URL: 'http://localhost/unused-expired',
         },
         () => import('../../lambdas/notification-consumer'),
       );
@@ -489,7 +494,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
       'when a batch holds [good, $name, good], the middle one is $expect.outcome, its batch-mates are sent once and nothing else changes',
       async (c) => {
         // Prepare
-        const { queueUrl, dlqUrl } = await createQueues(jobType);
+        const { queueUrl, dlqUrl, expiredQueueUrl } = await createQueues(jobType);
         const batch = batchFor(c);
         const dedupBefore = await scanTable(dedupTable, TABLE_KEYS.dedup.partitionKey);
         const ledgerBefore = provider.ledger().length;
@@ -499,6 +504,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
           jobType,
           queueUrl,
           dlqUrl,
+          expiredQueueUrl,
           sqs,
           logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'INFO' }),
           metrics: metricsFor(consumer.SERVICE_NAME),
