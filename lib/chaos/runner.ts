@@ -427,6 +427,10 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       const f = /\[tenang-trace\] fault ([a-z-]+)/.exec(l.line);
       if (f !== null) fired[f[1] ?? '?'] = (fired[f[1] ?? '?'] ?? 0) + 1;
     }
+    // A function killed at once may lose its "injected crash" line with the process; the host's
+    // own report of the SIGKILL is always there, so a crash that fired is never counted as none.
+    const killed = lines.platform.filter((l) => /: crash: Runtime\.ExitError/.test(l)).length;
+    if (killed > 0) fired['process-killed'] = killed;
     fired['lost-ack'] =
       lines.platform.filter((l) => l.includes('injected lost ack')).length || (fired['lost-ack'] ?? 0);
     if (fired['lost-ack'] === 0) delete fired['lost-ack'];
