@@ -179,7 +179,11 @@ describe('CLI: tenang (whole local platform)', () => {
       pauseOverdue: false,
       mappingState: 'Disabled',
       drift: false,
+      // Notifications expire into their side queue (B5): none has, so it holds nothing.
+      expiredDepth: 0,
     });
+    // Payments never expire: no side queue, no figure.
+    expect(consumers.find((c) => c.consumer === 'payment-consumer')).not.toHaveProperty('expiredDepth');
     expect(consumers.find((c) => c.consumer === 'payment-consumer')).toMatchObject({
       paused: false,
       mappingState: 'Enabled',

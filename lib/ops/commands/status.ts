@@ -45,6 +45,11 @@ export interface ConsumerStatus {
   readonly oldestAgeSeconds: number | undefined;
   /** DLQ (queue) or on-failure queue (stream) depth. */
   readonly dlqDepth: number | undefined;
+  /**
+   * Jobs moved to the side queue past their useful age (B5), for job types that declare one;
+   * undefined for the others, and for a stack deployed before it had the side queue.
+   */
+  readonly expiredDepth: number | undefined;
   /** The flag says paused. */
   readonly paused: boolean;
   readonly pauseReason: string | undefined;
@@ -211,9 +216,12 @@ async function consumerStatus(
   };
   if (entry.kind === 'queue') {
     const j = entry.jobType;
-    const [counts, dlq, age, retried, succeeded, failedPermanently, bugs] = await Promise.all([
+    const expiredUrl =
+      j.expiredQueueName === undefined ? undefined : resources.queueUrls.get(j.expiredQueueName);
+    const [counts, dlq, expired, age, retried, succeeded, failedPermanently, bugs] = await Promise.all([
       queueCounts(context, queueUrl(resources, j.queueName)),
       queueCounts(context, queueUrl(resources, j.dlqName)),
+      expiredUrl === undefined ? undefined : queueCounts(context, expiredUrl),
       latestDatapoint(
         context,
         'AWS/SQS',
@@ -234,6 +242,7 @@ async function consumerStatus(
       inFlight: counts.inFlight,
       oldestAgeSeconds: age,
       dlqDepth: dlq.visible + dlq.inFlight,
+      expiredDepth: expired === undefined ? undefined : expired.visible + expired.inFlight,
       retryRatePercent: retryRate({ retried, succeeded, failedPermanently, bugs }),
     };
   }
@@ -256,6 +265,7 @@ async function consumerStatus(
     inFlight: undefined,
     oldestAgeSeconds: iteratorAgeMs === undefined ? undefined : iteratorAgeMs / 1000,
     dlqDepth: failures.visible + failures.inFlight,
+    expiredDepth: undefined,
     retryRatePercent: undefined,
   };
 }
@@ -301,6 +311,7 @@ export function renderStatus(status: PipelineStatus): string {
       'in flight': dash(c.inFlight),
       oldest: c.oldestAgeSeconds === undefined ? '-' : formatAge(c.oldestAgeSeconds * 1000),
       dlq: dash(c.dlqDepth),
+      expired: dash(c.expiredDepth),
       state,
       'retry %': dash(c.retryRatePercent),
       alarms:
@@ -311,7 +322,18 @@ export function renderStatus(status: PipelineStatus): string {
     `stage ${status.stage} (${status.stackName}) at ${status.at}   degrade: ${status.degraded ? `ON (${status.degradeReason ?? 'no reason'})` : 'off'}`,
     '',
     renderTable(
-      ['consumer', 'job type', 'depth', 'in flight', 'oldest', 'dlq', 'state', 'retry %', 'alarms'],
+      [
+        'consumer',
+        'job type',
+        'depth',
+        'in flight',
+        'oldest',
+        'dlq',
+        'expired',
+        'state',
+        'retry %',
+        'alarms',
+      ],
       rows,
     ),
   ];
