@@ -24,22 +24,25 @@ export async function loseInvalidations(
   const invalidator = ctx.platform.functionNamed('cache-invalidator');
   const source = ctx.platform.streamSources.find((s) => s.spec.functionName === invalidator);
   const onFailure = source?.spec.onFailureQueueUrl;
-  if (onFailure === undefined) throw new Error(`${invalidator} has no on-failure queue`);
+  if (source === undefined || onFailure === undefined)
+    throw new Error(`${invalidator} has no stream mapping with an on-failure queue`);
   const before = await queueDepth(ctx.sqs, onFailure);
   ctx.platform.crashInvocations(invalidator, ['before-invalidation'], 10_000);
   try {
     await change();
     // Every change made must be given up, not just the first batch: wait until the on-failure
-    // depth has grown and then stayed put for a while (the retries of a batch take about a second).
-    let last = { depth: before.visible, since: Date.now() };
+    // depth has grown and the mapping has stopped trying (no invocation, and so no retry, for a
+    // while: each retry of a crashed batch starts a new process, seconds apart on a loaded machine).
+    let last = { depth: before.visible, batches: source.stats.batches, since: Date.now() };
     const depth = await ctx.until(
       async () => {
         const d = (await queueDepth(ctx.sqs, onFailure)).visible;
-        if (d !== last.depth) last = { depth: d, since: Date.now() };
-        return d > before.visible && Date.now() - last.since >= 6_000 ? d : undefined;
+        const batches = source.stats.batches;
+        if (d !== last.depth || batches !== last.batches) last = { depth: d, batches, since: Date.now() };
+        return d > before.visible && Date.now() - last.since >= 8_000 ? d : undefined;
       },
       "the invalidator's retries to run out",
-      120_000,
+      180_000,
     );
     return { onFailureDepth: depth };
   } finally {
