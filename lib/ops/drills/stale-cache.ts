@@ -13,6 +13,7 @@ import {
   payOrder,
   queueDepth,
   readOrder,
+  cacheOrder,
   seedSku,
 } from './support';
 
@@ -56,8 +57,7 @@ export const staleCache: Drill = {
     const sku = `sku-${ctx.runId}`;
     await seedSku(ctx, sku);
     const order = await createOrder(ctx, 1, sku);
-    await readOrder(ctx, order.orderId);
-    const cached = await readOrder(ctx, order.orderId);
+    const cached = await cacheOrder(ctx, order.orderId);
     const { onFailureDepth } = await loseInvalidations(ctx, async () => {
       await payOrder(ctx, order, `pay-${ctx.runId}`);
       await ctx.until(

@@ -12,7 +12,15 @@ import { cacheKeyspace, entityPrefix } from '../../core/cache-keys';
 import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import { loseInvalidations } from './stale-cache';
-import { consumerStatus, createOrder, orderStates, payOrder, readOrder, seedSku } from './support';
+import {
+  cacheOrder,
+  consumerStatus,
+  createOrder,
+  orderStates,
+  payOrder,
+  readOrder,
+  seedSku,
+} from './support';
 
 /** Orders whose invalidations are lost together. */
 const ORDERS = 3;
@@ -24,10 +32,7 @@ export const streamFailures: Drill = {
     await seedSku(ctx, sku);
     const orders: Awaited<ReturnType<typeof createOrder>>[] = [];
     for (let n = 1; n <= ORDERS; n += 1) orders.push(await createOrder(ctx, n, sku));
-    for (const o of orders) {
-      await readOrder(ctx, o.orderId);
-      await readOrder(ctx, o.orderId);
-    }
+    for (const o of orders) await cacheOrder(ctx, o.orderId);
     const { onFailureDepth } = await loseInvalidations(ctx, async () => {
       for (const [n, o] of orders.entries()) await payOrder(ctx, o, `pay-${ctx.runId}-${n}`);
       await ctx.until(async () => {

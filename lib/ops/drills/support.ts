@@ -252,3 +252,25 @@ export async function readOrder(
     throw new Error(`GET /orders/${orderId} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
   return { state: body.state, version: body.version, cache: answer.headers?.get('x-cache') ?? '-' };
 }
+
+/**
+ * Reads an order until it is served from the cache and still is after a pause: the order's
+ * INSERT invalidation may land after the first reads (a cold invalidator) and evict the value
+ * they cached. Returns the last read.
+ */
+export async function cacheOrder(
+  ctx: DrillContext,
+  orderId: string,
+): Promise<{ state: string; version: number; cache: string }> {
+  return ctx.until(
+    async () => {
+      await readOrder(ctx, orderId);
+      if ((await readOrder(ctx, orderId)).cache !== 'hit') return undefined;
+      await new Promise((r) => setTimeout(r, 4_000));
+      const settled = await readOrder(ctx, orderId);
+      return settled.cache === 'hit' ? settled : undefined;
+    },
+    `order ${orderId} to stay cached`,
+    60_000,
+  );
+}
