@@ -147,8 +147,9 @@ export class SqsEventSource {
 
   /** Makes received messages visible again at once. */
   private async giveBack(messages: readonly Message[]): Promise<void> {
+    let givenBack = 0;
     for (let i = 0; i < messages.length; i += MAX_RECEIVE) {
-      await this.sqs.send(
+      const { Failed = [] } = await this.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
           QueueUrl: this.spec.queueUrl,
           Entries: messages.slice(i, i + MAX_RECEIVE).map((m, n) => ({
@@ -158,8 +159,23 @@ export class SqsEventSource {
           })),
         }),
       );
+      givenBack += Math.min(MAX_RECEIVE, messages.length - i) - Failed.length;
+      this.logFailedEntries('give back', Failed);
     }
-    this.stats.givenBack += messages.length;
+    this.stats.givenBack += givenBack;
+    this.log(
+      `${this.spec.functionName}: mapping disabled during the poll: gave back ${givenBack} of ${messages.length} message(s)`,
+    );
+  }
+
+  /** A batch call's failed entries, which the SDK returns rather than throws. */
+  private logFailedEntries(
+    action: string,
+    failed: readonly { Id?: string; Code?: string; Message?: string }[],
+  ): void {
+    if (failed.length === 0) return;
+    const why = failed.map((f) => `${f.Id}: ${f.Code ?? '?'} ${f.Message ?? ''}`.trim()).join('; ');
+    this.log(`${this.spec.functionName}: ${action} failed for ${failed.length} message(s): ${why}`);
   }
 
   /**
@@ -233,6 +249,7 @@ export class SqsEventSource {
         }),
       );
       this.stats.deleted += chunk.length - Failed.length;
+      this.logFailedEntries('delete', Failed);
     }
   }
 }

@@ -3,9 +3,9 @@
  * reconciles the consumer's mapping at once, rather than waiting for the reconciler, and checks
  * that the Lambda API reports the final state.
  */
-import { PutParameterCommand } from '@aws-sdk/client-ssm';
+import { GetParameterCommand, ParameterNotFound, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { LambdaMappingControl } from '../adapters/aws/lambda-mappings';
-import { PauseFlagSchema, type PauseFlag } from '../core/flags';
+import { PauseFlagSchema, readPauseFlag, type PauseFlag, type PauseState } from '../core/flags';
 import { CommandFailedError, type CliContext } from './cli-context';
 import { discoverResources, mappingOf, type ConsumerEntry } from './pipeline-resources';
 
@@ -69,4 +69,16 @@ export async function applyPause(
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** A consumer's pause flag as it stands (no parameter: not paused). */
+export async function readConsumerPause(context: CliContext, flagName: string): Promise<PauseState> {
+  let raw: string | undefined;
+  try {
+    const { Parameter } = await context.clients.ssm.send(new GetParameterCommand({ Name: flagName }));
+    raw = Parameter?.Value;
+  } catch (error) {
+    if (!(error instanceof ParameterNotFound)) throw error;
+  }
+  return readPauseFlag(raw, context.now());
 }

@@ -14,7 +14,7 @@ import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(300_000);
 
-/** Where each drill's function output goes (reports/ is not committed). */
+/** Where each drill's function and platform output goes (reports/ is not committed). */
 const LOG_DIR = path.join(__dirname, '..', '..', 'reports', 'drills');
 
 /** Results by drill, for the last test: every step a drill ran is written in its runbook. */
@@ -44,7 +44,7 @@ describe('Drills: each runbook executed against its incident', () => {
         cli: (argv, env) => runCaptured(argv, { env }),
       });
       results.set(drill.name, result);
-      // Everything the functions printed during the drill, to explain a failure after the fact.
+      // Everything the functions and the platform printed during the drill, to explain a failure.
       const printed = lines.slice(firstLine);
       fs.mkdirSync(LOG_DIR, { recursive: true });
       fs.writeFileSync(path.join(LOG_DIR, `${drill.name}.log`), `${printed.join('\n')}\n`);

@@ -7,7 +7,10 @@ import { freePort } from '../../lib/local/ports';
 
 export { freePort };
 
-/** Starts a platform on its own moto; `lines` collects what its functions print. */
+/**
+ * Starts a platform on its own moto; `lines` collects what its functions print (`<function>: …`)
+ * and what the platform itself logs (`[platform] …`: pollers, reconciler, alarms), in order.
+ */
 export async function startTestPlatform(
   opts: Partial<PlatformOptions> = {},
 ): Promise<{ platform: LocalPlatform; lines: string[] }> {
@@ -16,7 +19,7 @@ export async function startTestPlatform(
   delete process.env.AWS_ENDPOINT_URL;
   process.env.TENANG_MOTO_PORT = String(await freePort());
   const platform = await LocalPlatform.start({
-    log: () => undefined,
+    log: (line) => lines.push(`[platform] ${line}`),
     onFunctionOutput: (line, fn) => lines.push(`${fn}: ${line}`),
     reconcileEveryMs: 5_000,
     ...opts,

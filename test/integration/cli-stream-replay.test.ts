@@ -143,6 +143,12 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     await new Promise((r) => setTimeout(r, 2_000));
     const afterDry = { depth: await depth(onFailureUrl), notified: orders.map(notificationsFor) };
     const refused = await cli('dlq', 'replay', 'outbox-relay');
+    // A paused consumer is not replayed: the invocation would bypass its pause.
+    const paused = await cli('pause', 'outbox-relay', '--reason', 'replay test', '--for', '10m', '--force');
+    const whilePaused = await cli('dlq', 'replay', 'outbox-relay', '--yes', '--audit-log', audit('paused'));
+    const depthWhilePaused = await depth(onFailureUrl);
+    const notifiedWhilePaused = orders.map(notificationsFor);
+    const resumed = await cli('resume', 'outbox-relay');
     const replayed = await cli(
       'dlq',
       'replay',
@@ -205,6 +211,11 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     expect(fs.readFileSync(audit('dry'), 'utf8')).toContain('"dryRun":true');
     expect(refused.code).toBe(2);
     expect(refused.err).toContain('--yes');
+    expect([paused.code, resumed.code]).toEqual([0, 0]);
+    expect(whilePaused.code).toBe(1);
+    expect(whilePaused.err).toMatch(/outbox-relay is paused \(replay test, until .*\).*--while-paused/);
+    expect(depthWhilePaused).toEqual({ visible: failedBatches, inFlight: 0 });
+    expect(notifiedWhilePaused).toEqual([0, 0]);
 
     // Assess: the replay enqueued each follow-up once and emptied the on-failure queue
     expect(replayed.code).toBe(0);

@@ -28,6 +28,7 @@ import {
   type ReplayOutcome,
 } from '../dlq-replay';
 import { CountSchema, parseOptions, RateSchema } from '../options';
+import { readConsumerPause } from '../pause-control';
 import { discoverResources, findJobType, mappingOf, queueUrl, tableName } from '../pipeline-resources';
 import { DynamoDbEffectChecker } from '../replay-effects';
 import {
@@ -66,6 +67,7 @@ export const DlqReplayOptionsSchema = z.object({
   yes: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
   auditLog: z.optional(z.string().check(z.minLength(1))),
+  whilePaused: z.optional(z.boolean()),
 });
 
 function filterFrom(context: CliContext, opts: { errorClass?: string[]; since?: string }): ReplayFilter {
@@ -236,6 +238,10 @@ Examples:
     .option('--dry-run', 'decide and report without sending or deleting anything')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
     .option(
+      '--while-paused',
+      'stream consumer: replay even though it is paused (the replay invokes the function, bypassing its mapping)',
+    )
+    .option(
       '--audit-log <file>',
       'JSON-lines audit trail (default ./tenang-audit/dlq-replay-<timestamp>.jsonl)',
     )
@@ -261,8 +267,9 @@ version; the outbox relay derives each follow-up's dedup id from the order and i
 it enqueues each once). The stream keeps records 24 h: a batch no longer in it stays in the
 queue, and the replay says what to do instead (cache invalidator: \`tenang cache invalidate\`;
 outbox relay: nothing automatic, the range and any orders read are named). The outbox relay
-sheds notifications in degrade mode: replay after leaving it. --error-class and --since are
-job-type filters. Exit code 1 when any message is left (records missing, function failed,
+sheds notifications in degrade mode: replay after leaving it. A paused stream consumer is not
+replayed (the invocation would bypass the pause): resume it first, or pass --while-paused when
+the replay is the point of the pause. --error-class and --since are job-type filters. Exit code 1 when any message is left (records missing, function failed,
 unreadable).
 
 Examples:
@@ -483,7 +490,18 @@ async function replayStreamFailures(
   }
   const resources = await discoverResources(ctx);
   const dlqUrl = queueUrl(resources, stream.onFailureQueueName);
-  const { functionName } = mappingOf(ctx, resources, stream.consumer);
+  const mapping = mappingOf(ctx, resources, stream.consumer);
+  const { functionName } = mapping;
+  const pause = await readConsumerPause(ctx, stream.pauseFlagName);
+  const mappingOff = mapping.state !== 'Enabled' && mapping.state !== 'Enabling';
+  if ((pause.paused || mappingOff) && opts.whilePaused !== true) {
+    const why = pause.paused
+      ? `paused (${pause.reason ?? 'no reason'}${pause.until === undefined ? '' : `, until ${pause.until.toISOString()}`})`
+      : `not paused, but its mapping is ${mapping.state}`;
+    const message = `${stream.consumer} is ${why}: a replay invokes ${functionName} directly, bypassing the pause. Resume it first (tenang resume ${stream.consumer}), or pass --while-paused`;
+    if (!dryRun) throw new CommandFailedError(message);
+    ctx.err(`note: ${message}`);
+  }
   // Hidden long enough to read, confirm and invoke them all at the given rate.
   const perBatchSeconds = stream.function.timeoutSeconds + 1 / opts.rate;
   const visibilitySeconds = Math.min(43_200, Math.ceil(300 + opts.max * perBatchSeconds));

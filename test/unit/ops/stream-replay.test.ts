@@ -17,6 +17,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import { GetParameterCommand, ParameterNotFound, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
@@ -569,6 +570,7 @@ describe('Function: executeStreamReplay', () => {
 describe('Command: tenang dlq <stream-consumer>', () => {
   const savedEnv = { ...process.env };
   const cfn = mockClient(CloudFormationClient);
+  const ssm = mockClient(SSMClient);
   const UUID = '0f4b8a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b';
   let auditDir: string;
 
@@ -577,6 +579,9 @@ describe('Command: tenang dlq <stream-consumer>', () => {
     auditDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-stream-replay-unit-'));
     // A deployed stack: the relay's on-failure queue holds one failed batch of two records.
     cfn.reset();
+    ssm.reset();
+    // Not paused: the consumer's pause flag was never written.
+    ssm.on(GetParameterCommand).rejects(new ParameterNotFound({ message: 'not found', $metadata: {} }));
     cfn.on(ListStackResourcesCommand).resolves({
       StackResourceSummaries: [
         { LogicalResourceId: 'RelayFailures', ResourceType: 'AWS::SQS::Queue', PhysicalResourceId: DLQ_URL },
@@ -697,6 +702,70 @@ describe('Command: tenang dlq <stream-consumer>', () => {
       outcome: 'replayed',
       recordsRead: 2,
     });
+  });
+
+  it('when the consumer is paused, the replay refuses before reading the queue, and --while-paused replays anyway', async () => {
+    // Prepare
+    ssm.on(GetParameterCommand).resolves({
+      Parameter: {
+        Name: 'x',
+        Value: JSON.stringify({
+          paused: true,
+          reason: 'redis maintenance',
+          until: '2030-01-01T00:00:00.000Z',
+        }),
+      },
+    });
+    lambda.on(GetEventSourceMappingCommand).resolves({
+      UUID,
+      FunctionArn: `arn:aws:lambda:eu-west-1:123456789012:function:${FUNCTION}`,
+      State: 'Disabled',
+    });
+    const auditLog = path.join(auditDir, 'paused.jsonl');
+
+    // Act
+    const refused = await cli(['dlq', 'replay', 'outbox-relay', '--yes', '--audit-log', auditLog]);
+    const receivedWhenRefused = sqs.commandCalls(ReceiveMessageCommand).length;
+    const invokedWhenRefused = lambda.commandCalls(InvokeCommand).length;
+    const forced = await cli([
+      'dlq',
+      'replay',
+      'outbox-relay',
+      '--yes',
+      '--while-paused',
+      '--audit-log',
+      auditLog,
+    ]);
+    const dry = await cli(['dlq', 'replay', 'outbox-relay', '--dry-run', '--audit-log', auditLog]);
+
+    // Assess
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain(
+      'outbox-relay is paused (redis maintenance, until 2030-01-01T00:00:00.000Z): a replay invokes',
+    );
+    expect(refused.err).toContain('tenang resume outbox-relay');
+    expect([receivedWhenRefused, invokedWhenRefused]).toEqual([0, 0]);
+    expect(dry.code).toBe(0);
+    expect(dry.err).toContain('note: outbox-relay is paused');
+    expect(forced.code).toBe(0);
+    expect(lambda).toHaveReceivedCommandTimes(InvokeCommand, 1);
+  });
+
+  it('when the flag says running but the mapping is disabled, the replay refuses and names the state', async () => {
+    // Prepare
+    lambda.on(GetEventSourceMappingCommand).resolves({
+      UUID,
+      FunctionArn: `arn:aws:lambda:eu-west-1:123456789012:function:${FUNCTION}`,
+      State: 'Disabled',
+    });
+
+    // Act
+    const result = await cli(['dlq', 'replay', 'outbox-relay', '--yes']);
+
+    // Assess
+    expect(result.code).toBe(1);
+    expect(result.err).toContain('outbox-relay is not paused, but its mapping is Disabled');
+    expect(lambda).not.toHaveReceivedCommand(InvokeCommand);
   });
 
   it('when the function still fails, the replay exits 1 and the message stays', async () => {
