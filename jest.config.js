@@ -19,9 +19,7 @@ module.exports = {
     },
     {
       // Drills (P2): each runbook executed against its incident on a local platform of its own
-      // (~4–5 min). Not in `npm test`: in two of four clean CI runs one drill failed on timing
-      // (stream-failures, fixed; backlog: a notification not delivered within 90 s of the resume,
-      // not yet explained). `npm run test:drills`.
+      // (~4–5 min). In `npm test`; alone with `npm run test:drills`.
       ...base,
       displayName: 'drills',
       testMatch: ['<rootDir>/test/drills/**/*.test.ts'],

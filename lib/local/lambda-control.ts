@@ -48,13 +48,20 @@ export async function startLambdaControl(opts: {
   readonly initiallyEnabled?: boolean;
   /** Serves Invoke (RequestResponse). @default - Invoke goes to moto, which cannot run functions */
   readonly invoke?: ControlInvoke;
+  /**
+   * Whether a mapping's pollers are still delivering work: a disabled mapping reports Disabling
+   * until they are done, then Disabled, as the Lambda service does. @default never busy
+   */
+  readonly busy?: (uuid: string) => boolean;
 }): Promise<LambdaControl> {
   const upstream = new URL(opts.upstream);
   const enabled = new Map<string, boolean>();
   const stateOf = (uuid: string): boolean => enabled.get(uuid) ?? opts.initiallyEnabled ?? true;
   const patch = (esm: Json): Json => {
     const uuid = esm.UUID;
-    return typeof uuid === 'string' ? { ...esm, State: stateOf(uuid) ? 'Enabled' : 'Disabled' } : esm;
+    if (typeof uuid !== 'string') return esm;
+    if (stateOf(uuid)) return { ...esm, State: 'Enabled' };
+    return { ...esm, State: opts.busy?.(uuid) === true ? 'Disabling' : 'Disabled' };
   };
 
   const forward = (

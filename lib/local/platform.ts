@@ -108,6 +108,10 @@ export class LocalPlatform {
           if (platform === undefined) return Promise.reject(new Error('platform not started'));
           return platform.hosts.has(fn) ? platform.invoke(fn, payload) : Promise.resolve(undefined);
         },
+        busy: (uuid) =>
+          [...(platform?.sqsSources ?? []), ...(platform?.streamSources ?? [])].some(
+            (s) => s.spec.uuid === uuid && s.busy,
+          ),
       });
       started.push(control);
       const payment = await startFakeProvider({ kind: 'charges' });

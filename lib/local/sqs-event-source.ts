@@ -4,12 +4,12 @@
  * invocation per batch, and on return: with ReportBatchItemFailures only the reported messages
  * stay in the queue (the rest are deleted); a failed, timed-out or crashed invocation leaves the
  * whole batch to reappear after the visibility timeout. FIFO ordering needs nothing extra: SQS
- * hands out no message of a group while another of that group is in flight. A batch received by a
- * poll that began before the mapping was disabled is given back (visibility 0), not delivered: a
- * pause stops every delivery that has not started (an invocation already running finishes).
+ * hands out no message of a group while another of that group is in flight. Disabling the mapping
+ * stops new polls; a poll already waiting when it was disabled still delivers what it receives,
+ * as the Lambda service does, and `busy` stays true until that delivery is done (the control
+ * plane reports the mapping Disabling until then, Disabled after).
  */
 import {
-  ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -47,8 +47,6 @@ export interface SqsMappingStats {
   deleted: number;
   returned: number;
   invocationErrors: number;
-  /** Messages received after the mapping was disabled and made visible again undelivered. */
-  givenBack: number;
 }
 
 const MAX_RECEIVE = 10;
@@ -86,12 +84,13 @@ export class SqsEventSource {
     deleted: 0,
     returned: 0,
     invocationErrors: 0,
-    givenBack: 0,
   };
   private running = false;
   private workers: Promise<void>[] = [];
   private visibility: { seconds: number | undefined; readAt: number } = { seconds: undefined, readAt: 0 };
   private acksToLose = 0;
+  /** Pollers between the start of a poll and the end of its delivery. */
+  private active = 0;
 
   public constructor(
     public readonly spec: SqsMappingSpec,
@@ -123,49 +122,31 @@ export class SqsEventSource {
     this.workers = [];
   }
 
+  /**
+   * True while a poller is receiving or delivering: after the mapping is disabled, until the
+   * polls begun before it have delivered what they received.
+   */
+  public get busy(): boolean {
+    return this.active > 0;
+  }
+
   private async poll(): Promise<void> {
     while (this.running) {
       if (!this.hooks.isEnabled()) {
         await sleep(IDLE_WAIT_MS);
         continue;
       }
+      this.active += 1;
       try {
         const messages = await this.receiveBatch();
-        if (messages.length === 0) continue;
-        if (!this.hooks.isEnabled()) {
-          // Disabled while this poll waited: the messages go back untouched.
-          await this.giveBack(messages);
-          continue;
-        }
-        await this.deliver(messages);
+        if (messages.length > 0) await this.deliver(messages);
       } catch (error) {
         this.log(`${this.spec.functionName}: poll failed: ${(error as Error).message}`);
         await sleep(IDLE_WAIT_MS * 5);
+      } finally {
+        this.active -= 1;
       }
     }
-  }
-
-  /** Makes received messages visible again at once. */
-  private async giveBack(messages: readonly Message[]): Promise<void> {
-    let givenBack = 0;
-    for (let i = 0; i < messages.length; i += MAX_RECEIVE) {
-      const { Failed = [] } = await this.sqs.send(
-        new ChangeMessageVisibilityBatchCommand({
-          QueueUrl: this.spec.queueUrl,
-          Entries: messages.slice(i, i + MAX_RECEIVE).map((m, n) => ({
-            Id: String(n),
-            ReceiptHandle: m.ReceiptHandle,
-            VisibilityTimeout: 0,
-          })),
-        }),
-      );
-      givenBack += Math.min(MAX_RECEIVE, messages.length - i) - Failed.length;
-      this.logFailedEntries('give back', Failed);
-    }
-    this.stats.givenBack += givenBack;
-    this.log(
-      `${this.spec.functionName}: mapping disabled during the poll: gave back ${givenBack} of ${messages.length} message(s)`,
-    );
   }
 
   /** A batch call's failed entries, which the SDK returns rather than throws. */

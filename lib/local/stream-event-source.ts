@@ -97,6 +97,9 @@ export class StreamEventSource {
   private workers: Promise<void>[] = [];
   private readonly region: string;
 
+  /** Shard pollers between the start of a read and the end of its batch. */
+  private active = 0;
+
   public constructor(
     public readonly spec: StreamMappingSpec,
     private readonly streams: DynamoDBStreamsClient,
@@ -105,6 +108,14 @@ export class StreamEventSource {
     private readonly log: (line: string) => void = () => undefined,
   ) {
     this.region = spec.streamArn.split(':')[3] ?? 'us-east-1';
+  }
+
+  /**
+   * True while a shard poller is reading or delivering a batch (with its retries): after the
+   * mapping is disabled, until the batch in hand is done.
+   */
+  public get busy(): boolean {
+    return this.active > 0;
   }
 
   /** Starts a poller per shard. */
@@ -137,11 +148,12 @@ export class StreamEventSource {
     // TransactWriteItems, and an iterator into the discarded shard would never see another record.
     let lastRead: string | undefined;
     while (this.running) {
+      if (!this.hooks.isEnabled()) {
+        await sleep(IDLE_WAIT_MS);
+        continue;
+      }
+      this.active += 1;
       try {
-        if (!this.hooks.isEnabled()) {
-          await sleep(IDLE_WAIT_MS);
-          continue;
-        }
         iterator ??= (
           await this.streams.send(
             new GetShardIteratorCommand({
@@ -173,6 +185,8 @@ export class StreamEventSource {
       } catch (error) {
         this.log(`${this.spec.functionName}: shard ${shardId}: ${(error as Error).message}`);
         await sleep(IDLE_WAIT_MS * 5);
+      } finally {
+        this.active -= 1;
       }
     }
   }

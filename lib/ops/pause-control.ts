@@ -9,7 +9,10 @@ import { PauseFlagSchema, readPauseFlag, type PauseFlag, type PauseState } from 
 import { CommandFailedError, type CliContext } from './cli-context';
 import { discoverResources, mappingOf, type ConsumerEntry } from './pipeline-resources';
 
-/** How long to wait for Enabling/Disabling to settle. @default 15 s */
+/**
+ * How long to wait for Enabling/Disabling to settle. @default 15 s. A pause whose mapping is
+ * still Disabling then (a batch received before it still running) succeeds as Disabling.
+ */
 export const CONVERGE_TIMEOUT_MS = 15_000;
 const POLL_MS = 250;
 
@@ -60,7 +63,12 @@ export async function applyPause(
   for (;;) {
     const status = await control.get(mapping.uuid);
     if (status.state === wanted) return { ...base, stateAfter: status.state, dryRun: false };
-    if (Date.now() > deadline) {
+    // Disabling: no new batches are taken; the ones received before may take up to the function's
+    // timeout to finish. The pause is in effect, so it is not a failure.
+    const late = Date.now() > deadline;
+    if (late && !enabled && status.state === 'Disabling')
+      return { ...base, stateAfter: status.state, dryRun: false };
+    if (late) {
       throw new CommandFailedError(
         `the flag ${flagName} is written, but mapping ${mapping.uuid} reports ${status.state}, not ${wanted}, after ${
           (opts.timeoutMs ?? CONVERGE_TIMEOUT_MS) / 1000

@@ -19,7 +19,7 @@ export async function startTestPlatform(
   delete process.env.AWS_ENDPOINT_URL;
   process.env.TENANG_MOTO_PORT = String(await freePort());
   const platform = await LocalPlatform.start({
-    log: (line) => lines.push(`[platform] ${line}`),
+    log: (line) => lines.push(`[platform] ${new Date().toISOString()} ${line}`),
     onFunctionOutput: (line, fn) => lines.push(`${fn}: ${line}`),
     reconcileEveryMs: 5_000,
     ...opts,

@@ -265,16 +265,19 @@ describe('Class: SqsEventSource (moto)', () => {
     expect((await depth(q.url)).visible).toBe(0);
   });
 
-  it('when the mapping is disabled while a poll is waiting, the message that poll receives is given back, not delivered', async () => {
+  it('when the mapping is disabled while a poll is waiting, that poll still delivers what it receives (as the Lambda service does) and the source is busy until it is done; nothing later is delivered', async () => {
     // Prepare: the pollers are waiting on an empty queue when the mapping is disabled.
     const q = await queue(false);
     let enabled = true;
     let invocations = 0;
+    let finish: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (finish = resolve));
     source = new SqsEventSource(spec(q), sqs, {
       isEnabled: () => enabled,
-      invoke: () => {
+      invoke: async () => {
         invocations += 1;
-        return Promise.resolve(ok(null));
+        await running;
+        return ok(null);
       },
     });
     source.start();
@@ -285,15 +288,21 @@ describe('Class: SqsEventSource (moto)', () => {
     await sqs.send(
       new SendMessageBatchCommand({ QueueUrl: q.url, Entries: [{ Id: 'a', MessageBody: 'a' }] }),
     );
-    await until(
-      () => source!.stats.givenBack >= 1 || invocations > 0,
-      'the waiting poll to return the message',
+    await until(() => invocations === 1, 'the waiting poll to deliver the message');
+    const busyWhileRunning = source.busy;
+    finish();
+    await until(() => !source!.busy, 'the delivery to finish');
+    await sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: q.url, Entries: [{ Id: 'b', MessageBody: 'b' }] }),
     );
-    await until(async () => (await depth(q.url)).visible === 1, 'the message to be visible again');
+    await new Promise((r) => setTimeout(r, 1_500));
 
     // Assess
-    expect(invocations).toBe(0);
-    expect(source.stats.givenBack).toBeGreaterThanOrEqual(1);
+    expect(busyWhileRunning).toBe(true);
+    expect(invocations).toBe(1);
+    expect(source.stats.deleted).toBe(1);
+    expect(source.busy).toBe(false);
+    expect(await depth(q.url)).toEqual({ visible: 1, inFlight: 0 });
   });
 });
 
@@ -347,6 +356,32 @@ describe('Function: startLambdaControl (moto)', () => {
     // Assess
     expect(control.isEnabled(uuid)).toBe(false);
     expect((await viaControl.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State).toBe('Disabled');
+  });
+
+  it('when a disabled mapping is still delivering, the control plane reports Disabling until it is done, then Disabled', async () => {
+    // Prepare
+    let busy = true;
+    const withPollers = await startLambdaControl({
+      upstream: process.env.AWS_ENDPOINT_URL ?? '',
+      busy: (id) => id === uuid && busy,
+    });
+    const client = new LambdaClient({
+      endpoint: withPollers.url,
+      region: process.env.AWS_REGION ?? 'us-east-1',
+    });
+    try {
+      // Act
+      const updated = await client.send(new UpdateEventSourceMappingCommand({ UUID: uuid, Enabled: false }));
+      const whileBusy = (await client.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
+      busy = false;
+      const afterwards = (await client.send(new GetEventSourceMappingCommand({ UUID: uuid }))).State;
+
+      // Assess
+      expect([updated.State, whileBusy, afterwards]).toEqual(['Disabling', 'Disabling', 'Disabled']);
+    } finally {
+      client.destroy();
+      await withPollers.close();
+    }
   });
 
   it('when a mapping is enabled through the control plane, moto still has it disabled (it would consume the queue)', async () => {

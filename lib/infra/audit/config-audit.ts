@@ -1,7 +1,7 @@
 /**
  * The checklist items a template cannot show, answered from the pipeline config: every queue
- * and stream has a named owner (P3), its runbooks exist (P1) and are drilled (P2), and critical
- * work is declared idempotent (D1).
+ * and stream has a named owner (P3), its runbooks exist (P1) and are drilled (P2), critical
+ * work is declared idempotent (D1), and sheddable work says when it stops being useful (B5).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -130,6 +130,25 @@ const CONFIG_RULES: readonly ConfigRule[] = [
           resource: at,
           compliant: j.idempotent,
           why: `${j.name} (critical): ${j.idempotent ? 'idempotent' : 'not declared idempotent'}`,
+        })),
+  },
+  {
+    ruleId: `${RULE_PREFIX}-B5-UsefulAge`,
+    featureId: 'B5',
+    title:
+      'Every sheddable job type says how long its work stays useful (usefulAgeSeconds): older jobs go to its side queue, counted, instead of being done late.',
+    level: 'warning',
+    check: (config) =>
+      config.jobTypes
+        .map((j, i) => ({ j, at: `jobTypes[${i}].usefulAgeSeconds` }))
+        .filter(({ j }) => j.criticality === 'sheddable')
+        .map(({ j, at }) => ({
+          resource: at,
+          compliant: j.usefulAgeSeconds !== undefined,
+          why:
+            j.usefulAgeSeconds === undefined
+              ? `${j.name} (sheddable): no useful age; after a long pause its whole backlog is done, however late`
+              : `${j.name} (sheddable): useful for ${j.usefulAgeSeconds} s, then moved to tenang-<stage>-${j.name}-expired`,
         })),
   },
 ];

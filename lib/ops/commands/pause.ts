@@ -21,7 +21,11 @@ export function describePause(result: PauseResult): string {
   const action = result.flag.paused ? 'paused' : 'resumed';
   const prefix = result.dryRun ? '[dry run] would have ' : '';
   const until = result.flag.until === undefined ? '' : ` until ${result.flag.until}`;
-  return `${prefix}${action} ${result.consumer}${until} (flag ${result.flagName}; mapping ${result.mappingId}: ${result.stateBefore} → ${result.stateAfter})`;
+  const finishing =
+    result.stateAfter === 'Disabling'
+      ? '; batches received before the pause are still finishing, no new ones are taken'
+      : '';
+  return `${prefix}${action} ${result.consumer}${until} (flag ${result.flagName}; mapping ${result.mappingId}: ${result.stateBefore} → ${result.stateAfter}${finishing})`;
 }
 
 /** Registers `pause`. */

@@ -20,6 +20,7 @@ export const backlog: Drill = {
   ...drillInfo('backlog'),
   async run(ctx) {
     const notifications = jobTarget(ctx, 'notification.send');
+    const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
     const paused = await ctx.tenang([
       'pause',
       notifications.consumer,
@@ -41,6 +42,7 @@ export const backlog: Drill = {
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
     await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
     const after = await consumerStatus(ctx, notifications.consumer);
+    const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
       ctx.check(
@@ -58,6 +60,11 @@ export const backlog: Drill = {
         'drained after resume',
         !after.paused && after.mappingState === 'Enabled' && (after.depth ?? 0) === 0,
         `paused=${after.paused}, mapping ${after.mappingState}, depth ${after.depth ?? '-'}`,
+      ),
+      ctx.check(
+        'nothing dead-lettered',
+        dlq.visible + dlq.inFlight === dlqBefore.visible + dlqBefore.inFlight,
+        `DLQ held ${dlqBefore.visible + dlqBefore.inFlight} before the drill, ${dlq.visible + dlq.inFlight} after`,
       ),
       ...oncePerOrderChecks(
         ctx,

@@ -39,7 +39,8 @@ export const retryStorm: Drill = {
       '--for',
       '30m',
     ]);
-    // A pause stops new deliveries; a batch already running finishes (within a second here).
+    // `tenang pause` returns once the mapping is Disabled (a batch already running finished); the
+    // wait covers a reply still on its way from the provider.
     await new Promise((r) => setTimeout(r, 2_000));
     const requestsWhenPaused = messaging.requestCount();
     // Let the backoff of every failed message run out while paused: nothing reaches the provider.

@@ -20,7 +20,34 @@ describe('Function: auditPipelineConfig', () => {
       'Tenang-P3-Owner': 'pass',
       'Tenang-P1-Runbook': 'pass',
       'Tenang-D1': 'pass',
+      'Tenang-B5-UsefulAge': 'pass',
     });
+  });
+
+  it('when a sheddable job type declares no useful age, the B5 rule warns naming it, and the audit still passes', () => {
+    // Prepare
+    const reference = referenceConfig();
+    const config: PipelineConfig = {
+      ...reference,
+      jobTypes: reference.jobTypes.map((j) =>
+        j.criticality === 'sheddable' ? { ...j, usefulAgeSeconds: undefined } : j,
+      ),
+    };
+    const at = reference.jobTypes.findIndex((j) => j.criticality === 'sheddable');
+
+    // Act
+    const items = auditPipelineConfig(config);
+
+    // Assess
+    const rule = items.find((i) => i.ruleId === 'Tenang-B5-UsefulAge');
+    expect(rule).toMatchObject({
+      status: 'fail',
+      level: 'warning',
+      featureId: 'B5',
+      resources: [`jobTypes[${at}].usefulAgeSeconds`],
+    });
+    expect(rule?.why).toContain('no useful age');
+    expect(auditFailed(items)).toBe(false);
   });
 
   it('when a job type has a blank owner, the owner rule fails naming its config path', () => {

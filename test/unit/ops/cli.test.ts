@@ -168,31 +168,60 @@ describe('Function: run', () => {
     expect(lambda).toHaveReceivedCommandTimes(GetEventSourceMappingCommand, 3);
   });
 
-  it('when the mapping never reaches the state, it fails with 1 and says the flag is written', async () => {
-    // Prepare
+  /**
+   * Runs the CLI with a mapping that reports `first`, then `later` for good, on a clock that jumps
+   * a whole convergence wait at every reading, so the wait runs out at once.
+   */
+  async function convergeRun(first: string, later: string, ...argv: string[]) {
     lambda
       .on(GetEventSourceMappingCommand)
       .resolvesOnce({
         UUID,
         FunctionArn: 'arn:aws:lambda:eu-west-1:1:function:tenang-unit-payment-consumer',
-        State: 'Disabled',
+        State: first as never,
       })
-      .resolves({ UUID, State: 'Enabling' });
+      .resolves({ UUID, State: later as never });
     lambda.on(UpdateEventSourceMappingCommand).resolves({});
     ssm.on(PutParameterCommand).resolves({});
     const { CONVERGE_TIMEOUT_MS } = await import('../../../lib/ops/pause-control');
     const now = jest.spyOn(Date, 'now');
     let t = 0;
     now.mockImplementation(() => (t += CONVERGE_TIMEOUT_MS));
+    try {
+      return await cli(...argv);
+    } finally {
+      now.mockRestore();
+    }
+  }
 
+  it('when the mapping never reaches the state, it fails with 1 and says the flag is written', async () => {
     // Act
-    const result = await cli('resume', 'payment-consumer');
-    now.mockRestore();
+    const result = await convergeRun('Disabled', 'Enabling', 'resume', 'payment-consumer');
 
     // Assess
     expect(result.code).toBe(1);
     expect(result.err).toContain('flag /tenang/unit/flags/pause/payment-consumer is written');
     expect(result.err).toContain('Enabling');
+  });
+
+  it('when a pause leaves the mapping Disabling past the wait (a batch still running), it succeeds and says so', async () => {
+    // Act
+    const result = await convergeRun(
+      'Enabled',
+      'Disabling',
+      'pause',
+      'payment-consumer',
+      '--reason',
+      'provider outage',
+      '--for',
+      '2h',
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(result.out).toContain(
+      'Enabled → Disabling; batches received before the pause are still finishing',
+    );
   });
 
   it('when replaying without --yes and without a terminal, it is a usage error before touching the DLQ', async () => {
