@@ -48,6 +48,8 @@ export interface MonitoredJobType {
   readonly jobType: ResolvedJobType;
   readonly queue: sqs.IQueue;
   readonly deadLetterQueue: sqs.IQueue;
+  /** Side queue of jobs past their useful age (B5), for job types that declare one. */
+  readonly expiredQueue?: sqs.IQueue;
   readonly consumer: lambda.IFunction;
 }
 
@@ -404,6 +406,16 @@ export class Observability extends Construct {
         width: 8,
       }),
     );
+    if (m.expiredQueue !== undefined) {
+      dashboard.addWidgets(
+        new cloudwatch.GraphWidget({
+          title: `Past useful age (${j.usefulAgeSeconds ?? '?'} s): moved aside`,
+          left: [this.customMetric(METRIC.jobExpired, service, 'Sum')],
+          right: [m.expiredQueue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum' })],
+          width: 24,
+        }),
+      );
+    }
     return dashboard;
   }
 

@@ -195,6 +195,7 @@ export class PipelineStack extends Stack {
           jobType: j,
           queue: w.queue,
           deadLetterQueue: w.deadLetterQueue,
+          expiredQueue: w.expiredQueue,
           consumer: w.consumer.function,
         };
       }),

@@ -4,7 +4,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { METRICS_NAMESPACE, RECONCILER_SERVICE, type PipelineConfig } from '../../lib/config';
+import { METRIC, METRICS_NAMESPACE, RECONCILER_SERVICE, type PipelineConfig } from '../../lib/config';
 import {
   Observability,
   type MonitoredJobType,
@@ -52,6 +52,9 @@ function monitoredResources(
     jobType,
     queue: new sqs.Queue(stack, `Queue-${jobType.consumer}`),
     deadLetterQueue: new sqs.Queue(stack, `Dlq-${jobType.consumer}`),
+    ...(jobType.expiredQueueName === undefined
+      ? {}
+      : { expiredQueue: new sqs.Queue(stack, `Expired-${jobType.consumer}`) }),
     consumer: stubFunction(stack, `Fn-${jobType.consumer}`),
   }));
   const streams: MonitoredStreamConsumer[] = pipeline.streamConsumers.map((streamConsumer) => ({
@@ -434,6 +437,25 @@ describe('Class: Observability', () => {
 
       // Assess
       expect(body).toMatchSnapshot();
+    });
+
+    it('when a job type declares a useful age, its dashboard graphs the jobs moved aside and its side queue; others do not', () => {
+      // Prepare
+      const text = (consumer: string): string => {
+        const dashboard = observability.dashboards.get(consumer);
+        if (dashboard === undefined) throw new Error(`no ${consumer} dashboard`);
+        return JSON.stringify(propertiesOf(template, dashboard).DashboardBody);
+      };
+
+      // Act
+      const notification = text('notification-consumer');
+      const payment = text('payment-consumer');
+
+      // Assess
+      expect(notification).toContain('Past useful age (21600 s): moved aside');
+      expect(notification).toContain(METRIC.jobExpired);
+      expect(notification).toContain('Expirednotificationconsumer');
+      expect(payment).not.toContain(METRIC.jobExpired);
     });
   });
 
