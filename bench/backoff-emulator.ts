@@ -169,65 +169,75 @@ function conditionalIncrement(
 }
 
 /**
- * One client's increment with read-then-write: read, conditional write, back off on a conflict.
- * Returns its attempts. A client fails only when another committed inside its window, so it needs
- * at most CLIENTS attempts (bench/backoff.ts); more means something else went wrong.
+ * Runs `write` until it commits, backing off with `delay` after each conditional-check failure
+ * (`learn` reads the failure first). Returns the attempts. A write fails only when another client
+ * committed since this one last learned the version, so it needs at most `clients` attempts
+ * (bench/backoff.ts); more means something else went wrong.
  */
-async function readThenWrite(
-  dynamo: DynamoDBClient,
-  table: string,
-  id: string,
+async function untilCommitted(
   delay: BackoffDelay,
   random: Random,
+  clients: number,
+  write: () => Promise<unknown>,
+  learn: (failure: ConditionalCheckFailedException) => void = () => undefined,
 ): Promise<number> {
   for (let attempt = 1; ; attempt += 1) {
-    const { version } = await readItem(dynamo, table, id);
     try {
-      await dynamo.send(conditionalIncrement(table, id, version, false));
+      await write();
       return attempt;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      if (attempt >= CLIENTS)
-        throw new Error(`a client failed ${attempt} times among ${CLIENTS}`, { cause: error });
+      learn(error);
+      if (attempt >= clients)
+        throw new Error(`a client failed ${attempt} times among ${clients}`, { cause: error });
       await sleep(delay(attempt, random));
     }
   }
 }
 
+/** What one contending client works with. */
+interface Contender {
+  readonly dynamo: DynamoDBClient;
+  readonly table: string;
+  /** The hot item's key. */
+  readonly id: string;
+  readonly delay: BackoffDelay;
+  readonly random: Random;
+  /** How many clients contend (bounds a client's attempts). */
+  readonly clients: number;
+}
+
+/** One client's increment with read-then-write: read, conditional write, back off on a conflict. */
+function readThenWrite({ dynamo, table, id, delay, random, clients }: Contender): Promise<number> {
+  return untilCommitted(delay, random, clients, async () => {
+    const { version } = await readItem(dynamo, table, id);
+    await dynamo.send(conditionalIncrement(table, id, version, false));
+  });
+}
+
 /**
  * One client's increment with write-returns-current: the conditional write alone, first on
  * version 0 (the item is created at 0); a failure returns the item, whose version the client
- * writes on next, after backing off. Returns its attempts. A failure means another client
- * committed since the version this client last learned, so the same bound of CLIENTS attempts
- * holds (bench/backoff.ts).
+ * writes on next, after backing off.
  */
-async function writeReturnsCurrent(
-  dynamo: DynamoDBClient,
-  table: string,
-  id: string,
-  delay: BackoffDelay,
-  random: Random,
-): Promise<number> {
+function writeReturnsCurrent({ dynamo, table, id, delay, random, clients }: Contender): Promise<number> {
   let seen = 0;
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      await dynamo.send(conditionalIncrement(table, id, seen, true));
-      return attempt;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current = error.Item?.version?.N;
+  return untilCommitted(
+    delay,
+    random,
+    clients,
+    () => dynamo.send(conditionalIncrement(table, id, seen, true)),
+    (failure) => {
+      const current = failure.Item?.version?.N;
       if (current === undefined) {
         throw new Error(
           `a failed write on ${id} in ${table} returned no item version: the emulator ignored ReturnValuesOnConditionCheckFailure ALL_OLD`,
-          { cause: error },
+          { cause: failure },
         );
       }
       seen = Number(current);
-      if (attempt >= CLIENTS)
-        throw new Error(`a client failed ${attempt} times among ${CLIENTS}`, { cause: error });
-      await sleep(delay(attempt, random));
-    }
-  }
+    },
+  );
 }
 
 const CLIENT_OF: Record<ContentionProtocol, typeof readThenWrite> = {
@@ -235,13 +245,29 @@ const CLIENT_OF: Record<ContentionProtocol, typeof readThenWrite> = {
   'write-returns-current': writeReturnsCurrent,
 };
 
-/** All clients contend on a fresh item until each has incremented it once; checked before it counts. */
-async function contend(
+/** Creates the table the clients contend in (one hot item per run). */
+export async function createContentionTable(admin: DynamoDBClient, table: string): Promise<void> {
+  await admin.send(
+    new CreateTableCommand({
+      TableName: table,
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+}
+
+/**
+ * `clients` clients contend on a fresh item until each has incremented it once; checked (the
+ * item's counter and version, SDK calls per attempt) before it counts.
+ */
+export async function contend(
   admin: DynamoDBClient,
   table: string,
   protocol: ContentionProtocol,
   strategy: BackoffStrategyName,
   run: number,
+  clients = CLIENTS,
 ): Promise<EmulatorRun> {
   const id = `hot-${protocol}-${strategy}-${run}`;
   await admin.send(
@@ -272,14 +298,14 @@ async function contend(
   try {
     const started = performance.now();
     const attempts = await Promise.all(
-      Array.from({ length: CLIENTS }, () => client(dynamo, table, id, delay, random)),
+      Array.from({ length: clients }, () => client({ dynamo, table, id, delay, random, clients })),
     );
     const ms = performance.now() - started;
     const totalAttempts = attempts.reduce((sum, a) => sum + a, 0);
     const calls = log.calls().length;
     const item = await readItem(admin, table, id);
-    if (item.counter !== CLIENTS || item.version !== CLIENTS) {
-      throw new Error(`${label}: counter ${item.counter}, version ${item.version}, expected ${CLIENTS}`);
+    if (item.counter !== clients || item.version !== clients) {
+      throw new Error(`${label}: counter ${item.counter}, version ${item.version}, expected ${clients}`);
     }
     if (calls !== callsPerAttempt(protocol) * totalAttempts) {
       throw new Error(`${label}: ${calls} SDK calls for ${totalAttempts} attempts`);
@@ -299,14 +325,7 @@ async function measureEmulator(
 ): Promise<Record<ContentionProtocol, BackoffEmulatorResults>> {
   const admin = newDynamoDbClient();
   const table = uniqueName('bench-backoff');
-  await admin.send(
-    new CreateTableCommand({
-      TableName: table,
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
+  await createContentionTable(admin, table);
   try {
     const cases = BACKOFF_STRATEGIES.flatMap((strategy) =>
       CONTENTION_PROTOCOLS.map((protocol) => ({ protocol, strategy })),
