@@ -34,15 +34,8 @@ export async function measureBacklog(opts: {
       cli: (argv, env) => runCaptured(argv, { env }),
       log: (line) => opts.log(`backlog: ${line}`),
     });
-    const result: Omit<BacklogExperimentResult, 'steps'> = {
-      sizes: run.sizes,
-      clockFactor: run.clockFactor,
-      ageAlarm: run.ageAlarm,
-      criticalAgeAlarmFired: run.criticalAgeAlarmFired,
-      critical: run.critical,
-      backlog: run.backlog,
-      expired: run.expired,
-    };
+    // The CLI steps stay out of the report; everything else is the experiment's own result.
+    const { steps, ...result } = run;
     return {
       ...result,
       criticalLatencyRatio:

@@ -29,7 +29,6 @@ import {
   ledgerEntriesFor,
   orderStates,
   payOrder,
-  queueDepth,
   seedSku,
   tables,
 } from '../ops/drills/support';
@@ -346,17 +345,17 @@ export async function runBacklogExperiment(
         else if (taken === 0) notReserved += 1;
         else reservedTwice += 1;
       }
-      const dlq = await queueDepth(ctx.sqs, inventory.dlqUrl);
+      const dlq = await queueCounts(ctx.sqs, inventory.dlqUrl);
       const aside = await ctx
         .until(
           async () => {
-            const d = await queueDepth(ctx.sqs, sideQueue);
+            const d = await queueCounts(ctx.sqs, sideQueue);
             return d.visible >= sizes.expired ? d.visible : undefined;
           },
           'the stale notifications to reach the side queue',
           60_000,
         )
-        .catch(async () => (await queueDepth(ctx.sqs, sideQueue)).visible);
+        .catch(async () => (await queueCounts(ctx.sqs, sideQueue)).visible);
       const deliveredAnyway = staleOrders.filter((id) => ledgerEntriesFor(ctx, 'messaging', id) > 0).length;
 
       return {

@@ -2,10 +2,10 @@
  * What several drills need: the deployed queues and tables, a paid order placed through the API,
  * and the facts drills check (order state, stock, provider ledgers, queue depths).
  */
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDbInventoryStore } from '../../adapters/aws/dynamodb-inventory-store';
 import { readOrderStates } from '../../local/scenario-facts';
 import type { LocalPlatform } from '../../local/platform';
+import { queueCounts } from '../../local/scenario-observer';
 import type { DrillContext } from './drill';
 
 /** A job type's deployed queues and consumer. */
@@ -50,22 +50,8 @@ export function tables(ctx: DrillContext): { readonly orders: string; readonly i
   };
 }
 
-/** Visible and in-flight messages of a queue. */
-export async function queueDepth(
-  sqs: SQSClient,
-  queueUrl: string,
-): Promise<{ readonly visible: number; readonly inFlight: number }> {
-  const { Attributes: a = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return {
-    visible: Number(a.ApproximateNumberOfMessages ?? 0),
-    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-  };
-}
+/** Visible, in-flight and delayed messages of a queue. */
+export const queueDepth = queueCounts;
 
 /** An order the drill created and paid for through the API. */
 export interface PlacedOrder {
