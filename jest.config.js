@@ -27,9 +27,9 @@ module.exports = {
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
     {
-      // The smoke scenario on a whole local platform (~75 s). Not in `npm test`: it was flaky on
-      // stock moto (writes lost around a cancelled transaction); lib/local/moto_server.py closes
-      // that race, but the scenario has not been re-proven in CI since. `npm run test:scenario`.
+      // The smoke scenario on a whole local platform (~80 s). In `npm test` (it was flaky on stock
+      // moto, writes lost around a cancelled transaction, which lib/local/moto_server.py closes);
+      // alone with `npm run test:scenario`.
       ...base,
       displayName: 'scenario',
       testMatch: ['<rootDir>/test/scenario/**/*.test.ts'],
