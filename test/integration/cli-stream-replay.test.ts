@@ -207,14 +207,17 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     const dr = JSON.parse(dry.out) as Replay;
     expect(dr.summary).toMatchObject({ 'would-replay': failedBatches, replayed: 0, failed: 0 });
     expect(dr.messages.flatMap((m) => m.orders)).toEqual(expect.arrayContaining(orders));
-    expect(afterDry).toEqual({ depth: { visible: failedBatches, inFlight: 0 }, notified: [0, 0] });
+    expect(afterDry).toEqual({
+      depth: { visible: failedBatches, inFlight: 0, delayed: 0 },
+      notified: [0, 0],
+    });
     expect(fs.readFileSync(audit('dry'), 'utf8')).toContain('"dryRun":true');
     expect(refused.code).toBe(2);
     expect(refused.err).toContain('--yes');
     expect([paused.code, resumed.code]).toEqual([0, 0]);
     expect(whilePaused.code).toBe(1);
     expect(whilePaused.err).toMatch(/outbox-relay is paused \(replay test, until .*\).*--while-paused/);
-    expect(depthWhilePaused).toEqual({ visible: failedBatches, inFlight: 0 });
+    expect(depthWhilePaused).toEqual({ visible: failedBatches, inFlight: 0, delayed: 0 });
     expect(notifiedWhilePaused).toEqual([0, 0]);
 
     // Assess: the replay enqueued each follow-up once and emptied the on-failure queue
@@ -227,7 +230,7 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
       failed: 0,
     });
     expect(JSON.parse(again.out)).toMatchObject({ summary: { replayed: 0, failed: 0 } });
-    expect(await depth(onFailureUrl)).toEqual({ visible: 0, inFlight: 0 });
+    expect(await depth(onFailureUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
     expect(orders.map(notificationsFor)).toEqual([1, 1]);
     const finalStock = await inventory.get(sku);
     expect(finalStock?.available).toBe(STOCK - 1 - 2);

@@ -16,6 +16,7 @@ import {
   NO_PROMPT,
   UsageError,
   type CliContext,
+  type Prompt,
   type RegisterCommand,
 } from '../cli-context';
 import { parseSince } from '../duration';
@@ -144,6 +145,61 @@ function refuseJobFilters(opts: { errorClass?: string[]; since?: string }): void
 /** Default audit file: ./tenang-audit/dlq-replay-<timestamp>.jsonl. */
 export function defaultAuditLog(now: Date): string {
   return path.join('tenang-audit', `dlq-replay-${now.toISOString().replace(/[:.]/g, '-')}.jsonl`);
+}
+
+/** The options of `dlq replay`. */
+type ReplayOptions = z.infer<typeof DlqReplayOptionsSchema>;
+
+/** The prompt to confirm on; a usage error when the replay `changes` things and nobody can confirm. */
+function confirmer(ctx: CliContext, opts: ReplayOptions, changes: string): Prompt {
+  const ask = ctx.prompt ?? NO_PROMPT;
+  if (opts.dryRun !== true && opts.yes !== true && !ask.interactive) {
+    throw new UsageError(
+      `dlq replay ${changes}: pass --yes to run it without a terminal to confirm on (or --dry-run)`,
+    );
+  }
+  return ask;
+}
+
+/** Plans over received messages; when planning fails they are made visible again first. */
+async function planOrRelease<T>(
+  ctx: CliContext,
+  dlqUrl: string,
+  received: readonly ReceivedDeadLetter[],
+  plan: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await plan();
+  } catch (error) {
+    await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
+    throw error;
+  }
+}
+
+/**
+ * Asks `question()` unless this is a dry run or --yes was given. On no, the messages are made
+ * visible again and the operator told nothing changed. Whether to go on.
+ */
+async function confirmedOrReleased(
+  ctx: CliContext,
+  opts: ReplayOptions,
+  ask: Prompt,
+  question: () => string,
+  dlqUrl: string,
+  received: readonly ReceivedDeadLetter[],
+): Promise<boolean> {
+  if (opts.dryRun === true || opts.yes === true) return true;
+  if (await ask.confirm(question())) return true;
+  await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
+  ctx.out('nothing changed');
+  return false;
+}
+
+/** The replay's JSON-lines audit trail (--audit-log, or the default): its path and an appender. */
+function auditTrail<T>(ctx: CliContext, opts: ReplayOptions): { path: string; append: (record: T) => void } {
+  const file = path.resolve(opts.auditLog ?? defaultAuditLog(ctx.now()));
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  return { path: file, append: (record) => fs.appendFileSync(file, `${JSON.stringify(record)}\n`) };
 }
 
 /** Registers `dlq list` and `dlq replay`. */
@@ -287,12 +343,7 @@ Examples:
       const jobType = findJobType(ctx, jobTypeName);
       const filter = filterFrom(ctx, opts);
       const dryRun = opts.dryRun === true;
-      const ask = ctx.prompt ?? NO_PROMPT;
-      if (!dryRun && opts.yes !== true && !ask.interactive) {
-        throw new UsageError(
-          'dlq replay changes queues: pass --yes to run it without a terminal to confirm on (or --dry-run)',
-        );
-      }
+      const ask = confirmer(ctx, opts, 'changes queues');
       const resources = await discoverResources(ctx);
       const dlqUrl = queueUrl(resources, jobType.dlqName);
       const sourceUrl = queueUrl(resources, jobType.queueName);
@@ -312,33 +363,20 @@ Examples:
         max: opts.max,
         visibilitySeconds,
       });
-      let plan;
-      try {
-        plan = await planReplay(jobType, received, filter, (job) => checker.check(job));
-      } catch (error) {
-        await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-        throw error;
-      }
-      if (!dryRun && opts.yes !== true) {
+      const plan = await planOrRelease(ctx, dlqUrl, received, () =>
+        planReplay(jobType, received, filter, (job) => checker.check(job)),
+      );
+      const question = (): string => {
         const counts = plan.reduce<Record<string, number>>(
           (acc, p) => ({ ...acc, [p.decision.action]: (acc[p.decision.action] ?? 0) + 1 }),
           {},
         );
-        const ok = await ask.confirm(
-          `${jobType.dlqName}: replay ${counts.replay ?? 0}, delete ${counts['skip-already-done'] ?? 0} already done, leave ${
-            (counts['skip-filtered'] ?? 0) + (counts.fail ?? 0)
-          }. Proceed? [y/N] `,
-        );
-        if (!ok) {
-          await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-          ctx.out('nothing changed');
-          return;
-        }
-      }
-      const auditPath = path.resolve(opts.auditLog ?? defaultAuditLog(ctx.now()));
-      fs.mkdirSync(path.dirname(auditPath), { recursive: true });
-      const audit = (record: ReplayAuditRecord): void =>
-        fs.appendFileSync(auditPath, `${JSON.stringify(record)}\n`);
+        return `${jobType.dlqName}: replay ${counts.replay ?? 0}, delete ${counts['skip-already-done'] ?? 0} already done, leave ${
+          (counts['skip-filtered'] ?? 0) + (counts.fail ?? 0)
+        }. Proceed? [y/N] `;
+      };
+      if (!(await confirmedOrReleased(ctx, opts, ask, question, dlqUrl, received))) return;
+      const trail = auditTrail<ReplayAuditRecord>(ctx, opts);
       const outcomes = await executeReplay(ctx.clients.sqs, plan, {
         jobType,
         sourceUrl,
@@ -348,7 +386,7 @@ Examples:
         actor: ctx.actor,
         stage: ctx.stage,
         now: ctx.now,
-        audit,
+        audit: trail.append,
       });
       const counts = summarize(outcomes);
       if (opts.json === true) {
@@ -357,7 +395,7 @@ Examples:
             {
               jobType: jobType.name,
               dryRun,
-              auditLog: auditPath,
+              auditLog: trail.path,
               summary: counts,
               messages: outcomes.map(jsonOutcome),
             },
@@ -386,10 +424,10 @@ Examples:
             [Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, String(v)]))],
           ),
         );
-        ctx.out(`audit log: ${auditPath}`);
+        ctx.out(`audit log: ${trail.path}`);
       }
       if (counts.failed > 0) {
-        throw new CommandFailedError(`${counts.failed} message(s) could not be replayed; see ${auditPath}`);
+        throw new CommandFailedError(`${counts.failed} message(s) could not be replayed; see ${trail.path}`);
       }
     });
 };
@@ -482,12 +520,7 @@ async function replayStreamFailures(
 ): Promise<void> {
   refuseJobFilters(opts);
   const dryRun = opts.dryRun === true;
-  const ask = ctx.prompt ?? NO_PROMPT;
-  if (!dryRun && opts.yes !== true && !ask.interactive) {
-    throw new UsageError(
-      'dlq replay invokes the consumer and changes its on-failure queue: pass --yes to run it without a terminal to confirm on (or --dry-run)',
-    );
-  }
+  const ask = confirmer(ctx, opts, 'invokes the consumer and changes its on-failure queue');
   const resources = await discoverResources(ctx);
   const dlqUrl = queueUrl(resources, stream.onFailureQueueName);
   const mapping = mappingOf(ctx, resources, stream.consumer);
@@ -506,31 +539,18 @@ async function replayStreamFailures(
   const perBatchSeconds = stream.function.timeoutSeconds + 1 / opts.rate;
   const visibilitySeconds = Math.min(43_200, Math.ceil(300 + opts.max * perBatchSeconds));
   const received = await receiveDeadLetters(ctx.clients.sqs, dlqUrl, { max: opts.max, visibilitySeconds });
-  let plan;
-  try {
-    plan = await planStreamReplay(ctx.clients.streams, received.map(toStreamFailure));
-  } catch (error) {
-    await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-    throw error;
-  }
-  if (!dryRun && opts.yes !== true) {
+  const plan = await planOrRelease(ctx, dlqUrl, received, () =>
+    planStreamReplay(ctx.clients.streams, received.map(toStreamFailure)),
+  );
+  const question = (): string => {
     const readable = plan.filter((p) => p.read?.kind === 'complete');
     const records = readable.reduce((n, p) => n + (p.read?.records.length ?? 0), 0);
-    const ok = await ask.confirm(
-      `${stream.onFailureQueueName}: invoke ${functionName} with ${readable.length} batch(es) (${records} record(s)), leave ${
-        plan.length - readable.length
-      } that cannot be read back. Proceed? [y/N] `,
-    );
-    if (!ok) {
-      await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-      ctx.out('nothing changed');
-      return;
-    }
-  }
-  const auditPath = path.resolve(opts.auditLog ?? defaultAuditLog(ctx.now()));
-  fs.mkdirSync(path.dirname(auditPath), { recursive: true });
-  const audit = (record: StreamReplayAuditRecord): void =>
-    fs.appendFileSync(auditPath, `${JSON.stringify(record)}\n`);
+    return `${stream.onFailureQueueName}: invoke ${functionName} with ${readable.length} batch(es) (${records} record(s)), leave ${
+      plan.length - readable.length
+    } that cannot be read back. Proceed? [y/N] `;
+  };
+  if (!(await confirmedOrReleased(ctx, opts, ask, question, dlqUrl, received))) return;
+  const trail = auditTrail<StreamReplayAuditRecord>(ctx, opts);
   const outcomes = await executeStreamReplay(ctx.clients, plan, {
     stage: ctx.stage,
     consumer: stream.consumer,
@@ -540,7 +560,7 @@ async function replayStreamFailures(
     ratePerSecond: opts.rate,
     actor: ctx.actor,
     now: ctx.now,
-    audit,
+    audit: trail.append,
   });
   const counts = summarizeStreamReplay(outcomes);
   if (opts.json === true) {
@@ -550,7 +570,7 @@ async function replayStreamFailures(
           consumer: stream.consumer,
           functionName,
           dryRun,
-          auditLog: auditPath,
+          auditLog: trail.path,
           summary: counts,
           messages: outcomes.map(jsonStreamOutcome),
         },
@@ -583,12 +603,12 @@ async function replayStreamFailures(
       `${dryRun ? '[dry run: nothing was invoked or deleted] ' : ''}${stream.consumer} (${functionName})`,
     );
     ctx.out(renderTable(Object.keys(counts), [cell(counts)]));
-    ctx.out(`audit log: ${auditPath}`);
+    ctx.out(`audit log: ${trail.path}`);
   }
   const left = counts['records-missing'] + counts['function-failed'] + counts.failed;
   if (left > 0) {
     throw new CommandFailedError(
-      `${left} failed batch(es) could not be replayed and stay in ${stream.onFailureQueueName}; see ${auditPath}`,
+      `${left} failed batch(es) could not be replayed and stay in ${stream.onFailureQueueName}; see ${trail.path}`,
     );
   }
 }
