@@ -174,8 +174,9 @@ async function alarmsInAlarm(context: CliContext): Promise<string[]> {
         NextToken,
       }),
     );
+    // The state is checked here too: moto ignores StateValue when AlarmNamePrefix is given.
     for (const a of [...(page.MetricAlarms ?? []), ...(page.CompositeAlarms ?? [])])
-      if (a.AlarmName !== undefined) names.push(a.AlarmName);
+      if (a.AlarmName !== undefined && a.StateValue === 'ALARM') names.push(a.AlarmName);
     NextToken = page.NextToken;
   } while (NextToken !== undefined);
   return names;
