@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import fc from 'fast-check';
 import { describeViolations } from '../lib/chaos/checker';
-import { FAULT_CONFIGS, FAULT_NUMBER, faultPlanArbitrary } from '../lib/chaos/faults';
+import { FAULT_CONFIGS, FAULT_NUMBER, faultPlanArbitrary, unfiredFaults } from '../lib/chaos/faults';
 import {
   ChaosPlatformPool,
   CHAOS_VISIBILITY_SECONDS,
@@ -64,6 +64,7 @@ function render(results: readonly ChaosRunResult[], opts: Options, totalMs: numb
       'jobs',
       'checked',
       'faults fired',
+      'not fired',
       'ok',
       'lost',
       'duplicated',
@@ -75,7 +76,7 @@ function render(results: readonly ChaosRunResult[], opts: Options, totalMs: numb
       'drained',
       's',
     ]),
-    row(Array.from({ length: 16 }, () => '---')),
+    row(Array.from({ length: 17 }, () => '---')),
   ];
   for (const r of results) {
     const v = r.verdict;
@@ -90,6 +91,7 @@ function render(results: readonly ChaosRunResult[], opts: Options, totalMs: numb
         Object.entries(r.faultsFired)
           .map(([k, n]) => `${k}×${n}`)
           .join(', ') || '–',
+        (config === undefined ? [] : unfiredFaults(config, r.faultsFired)).join(', ') || '–',
         v.counts.ok,
         v.counts.lost,
         v.counts.duplicated,

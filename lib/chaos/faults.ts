@@ -129,6 +129,47 @@ export function faultPlanArbitrary(): fc.Arbitrary<FaultPlan> {
   });
 }
 
+/**
+ * The keys of a run's `faultsFired` (lib/chaos/runner.ts) that show each fault fired: the
+ * function's own "injected crash/hang" line, an SDK fault's trace line, a lost ack, or, for the
+ * faults set on the platform for a window (Redis stopped, providers slowed or failing), the window
+ * itself.
+ */
+export const FAULT_EVIDENCE: Readonly<Record<FaultKind, readonly string[]>> = {
+  'crash-before-side-effect': ['crash:before-side-effect'],
+  'crash-after-side-effect': ['crash:after-side-effect'],
+  'crash-after-commit': ['crash:after-commit'],
+  'lost-ack': ['lost-ack'],
+  'crash-during-invalidation': ['crash:during-invalidation'],
+  'redis-down': ['redis-down'],
+  'ddb-throttle': ['ddb-throttle'],
+  'ddb-timeout': ['ddb-timeout', 'ddb-lost-response'],
+  'provider-timeout': ['provider-timeout-window'],
+  'provider-5xx': ['provider-5xx-window'],
+  'payment-function-timeout': ['hang:after-side-effect'],
+  'invalidator-function-timeout': ['hang:during-invalidation'],
+};
+
+const CRASH_KINDS: readonly FaultKind[] = [
+  'crash-before-side-effect',
+  'crash-after-side-effect',
+  'crash-after-commit',
+  'crash-during-invalidation',
+];
+
+/**
+ * The faults of `config` that left no evidence in a run's `fired` counts. A killed process can
+ * lose its "injected crash" line; the host's SIGKILL report (`process-killed`) stands in for it
+ * when the configuration has a single crash fault, since then it can only be that one.
+ */
+export function unfiredFaults(config: FaultConfig, fired: Readonly<Record<string, number>>): FaultKind[] {
+  const crashKinds = config.faults.filter((f) => CRASH_KINDS.includes(f));
+  return config.faults.filter((kind) => {
+    if (FAULT_EVIDENCE[kind].some((key) => (fired[key] ?? 0) > 0)) return false;
+    return !(crashKinds.length === 1 && crashKinds[0] === kind && (fired['process-killed'] ?? 0) > 0);
+  });
+}
+
 /** The config named `name`. */
 export function faultConfigNamed(name: string): FaultConfig {
   const found = FAULT_CONFIGS.find((c) => c.name === name);

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describeViolations } from '../../lib/chaos/checker';
-import { FAULT_CONFIGS, faultPlanArbitrary } from '../../lib/chaos/faults';
+import { FAULT_CONFIGS, faultPlanArbitrary, unfiredFaults } from '../../lib/chaos/faults';
 import { ChaosPlatformPool, runChaos } from '../../lib/chaos/runner';
 
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
@@ -45,7 +45,7 @@ describe('chaos: every job ok after a full drain, under every fault configuratio
           if (!result.drained) violations.unshift('the pipeline did not drain before the deadline');
           if (violations.length > 0) {
             throw new Error(
-              `${config.name} (run ${result.runId}, log ${LOG_DIR}/${config.name}-${result.runId}.log, faults fired ${JSON.stringify(result.faultsFired)}):\n${violations.slice(0, 30).join('\n')}`,
+              `${config.name} (run ${result.runId}, log ${LOG_DIR}/${config.name}-${result.runId}.log, faults fired ${JSON.stringify(result.faultsFired)}, not fired ${unfiredFaults(config, result.faultsFired).join(', ') || 'none'}):\n${violations.slice(0, 30).join('\n')}`,
             );
           }
         }),
