@@ -15,7 +15,7 @@ import { makeEnvelope, type JobEnvelope } from '../core/envelope';
 import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
 import { LocalPlatform } from '../local/platform';
 import { freePort } from '../local/ports';
-import { queueCounts } from '../local/scenario-observer';
+import { queueCounts } from '../adapters/aws/queue-counts';
 import type { AlarmState } from '../local/alarm-evaluator';
 import {
   withDrillContext,

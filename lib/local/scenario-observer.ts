@@ -4,7 +4,8 @@
  * PipelineSamples for the live status and the report. Nothing here receives a message: the
  * queues are read through their attributes only, so sampling never raises a receive count.
  */
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { queueCounts } from '../adapters/aws/queue-counts';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
 import { OldestMessageTracker, parseEmf, type AlarmStatus } from './alarm-evaluator';
 import type { Counters, PipelineSample, QueueSample, StreamSample } from './report-model';
@@ -138,27 +139,7 @@ export interface SamplerDeps {
   readonly log: (line: string) => void;
 }
 
-/** A queue's visible, in-flight and delayed messages (every undeleted one). */
-export async function queueCounts(
-  sqs: SQSClient,
-  queueUrl: string,
-): Promise<{ visible: number; inFlight: number; delayed: number }> {
-  const { Attributes: a = {} } = await sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: [
-        'ApproximateNumberOfMessages',
-        'ApproximateNumberOfMessagesNotVisible',
-        'ApproximateNumberOfMessagesDelayed',
-      ],
-    }),
-  );
-  return {
-    visible: Number(a.ApproximateNumberOfMessages ?? 0),
-    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-    delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
-  };
-}
+export { queueCounts };
 
 /** Samples the pipeline on demand and on an interval. */
 export class PipelineSampler {

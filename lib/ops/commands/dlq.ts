@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import type { Command } from 'commander';
 import { referencePipeline, type ResolvedStreamConsumer } from '../../config';
 import * as z from '../../config/zod';
+import { mappingStatus } from '../../core/reconcile';
 import { filteredOut, type ReplayFilter } from '../../core/replay';
 import {
   CommandFailedError,
@@ -526,7 +527,7 @@ async function replayStreamFailures(
   const mapping = mappingOf(ctx, resources, stream.consumer);
   const { functionName } = mapping;
   const pause = await readConsumerPause(ctx, stream.pauseFlagName);
-  const mappingOff = mapping.state !== 'Enabled' && mapping.state !== 'Enabling';
+  const mappingOff = mappingStatus(mapping.state).enabled !== true;
   if ((pause.paused || mappingOff) && opts.whilePaused !== true) {
     const why = pause.paused
       ? `paused (${pause.reason ?? 'no reason'}${pause.until === undefined ? '' : `, until ${pause.until.toISOString()}`})`

@@ -8,8 +8,8 @@ import {
   GetMetricStatisticsCommand,
   type Dimension,
 } from '@aws-sdk/client-cloudwatch';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetParametersCommand } from '@aws-sdk/client-ssm';
+import { queueCounts } from '../../adapters/aws/queue-counts';
 import type { Command } from 'commander';
 import { METRIC, METRICS_NAMESPACE, SERVICE_DIMENSION } from '../../config';
 import * as z from '../../config/zod';
@@ -87,19 +87,6 @@ const StatusOptionsSchema = z.object({
     5,
   ),
 });
-
-async function queueCounts(context: CliContext, url: string): Promise<{ visible: number; inFlight: number }> {
-  const { Attributes: a = {} } = await context.clients.sqs.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: url,
-      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-    }),
-  );
-  return {
-    visible: Number(a.ApproximateNumberOfMessages ?? 0),
-    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
-  };
-}
 
 /** The newest datapoint's statistic within the last few minutes, as a CloudWatch graph would show it. */
 async function latestDatapoint(
@@ -220,9 +207,9 @@ async function consumerStatus(
     const expiredUrl =
       j.expiredQueueName === undefined ? undefined : resources.queueUrls.get(j.expiredQueueName);
     const [counts, dlq, expired, age, retried, succeeded, failedPermanently, bugs] = await Promise.all([
-      queueCounts(context, queueUrl(resources, j.queueName)),
-      queueCounts(context, queueUrl(resources, j.dlqName)),
-      expiredUrl === undefined ? undefined : queueCounts(context, expiredUrl),
+      queueCounts(context.clients.sqs, queueUrl(resources, j.queueName)),
+      queueCounts(context.clients.sqs, queueUrl(resources, j.dlqName)),
+      expiredUrl === undefined ? undefined : queueCounts(context.clients.sqs, expiredUrl),
       latestDatapoint(
         context,
         'AWS/SQS',
@@ -249,7 +236,7 @@ async function consumerStatus(
   }
   const s = entry.stream;
   const [failures, iteratorAgeMs] = await Promise.all([
-    queueCounts(context, queueUrl(resources, s.onFailureQueueName)),
+    queueCounts(context.clients.sqs, queueUrl(resources, s.onFailureQueueName)),
     latestDatapoint(
       context,
       'AWS/Lambda',

@@ -5,7 +5,7 @@
 import { DynamoDbInventoryStore } from '../../adapters/aws/dynamodb-inventory-store';
 import { readOrderStates } from '../../local/scenario-facts';
 import type { LocalPlatform } from '../../local/platform';
-import { queueCounts } from '../../local/scenario-observer';
+import { queueCounts } from '../../adapters/aws/queue-counts';
 import type { DrillContext } from './drill';
 
 /** A job type's deployed queues and consumer. */
