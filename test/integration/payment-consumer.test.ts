@@ -159,12 +159,43 @@ interface Consumer {
   /** ChangeMessageVisibility requests the consumer sent. */
   readonly visibilityChanges: ChangeMessageVisibilityCommandInput[];
   readonly persistence: TransactionalDynamoDBPersistenceLayer;
+  /** TransactWriteItems requests sent, resends included (only with loseAnswerOfTransaction). */
+  readonly transactionRequests: () => number;
+}
+
+/**
+ * Makes DynamoDB's answer to the `n`-th TransactWriteItems request (from 0) of `client` get lost
+ * once: the request is applied, then the SDK sees a TimeoutError inside its retry loop and resends
+ * it, as after a real network timeout (the chaos suite's ddb-lost-response, aimed at one request).
+ * Returns how many TransactWriteItems requests were sent, resends included.
+ */
+function loseAnswerOfTransaction(client: DynamoDBClient, n: number): () => number {
+  let seen = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const request = context.commandName === 'TransactWriteItemsCommand' ? seen++ : -1;
+      const result = await next(args);
+      if (request === n) {
+        throw Object.assign(new Error('Connection timed out (lost by the test)'), {
+          name: 'TimeoutError',
+          $metadata: {},
+        });
+      }
+      return result;
+    },
+    { step: 'finalizeRequest', priority: 'low', name: 'loseAnswerOfTransaction' },
+  );
+  return () => seen;
 }
 
 /** A consumer over its own clients, as one Lambda instance would have. */
-function newConsumer(opts: { random?: Random } = {}): Consumer {
+function newConsumer(opts: { random?: Random; loseAnswerOfTransaction?: number } = {}): Consumer {
   const client = dynamoClient();
   clients.push(client);
+  const transactionRequests =
+    opts.loseAnswerOfTransaction === undefined
+      ? () => Number.NaN
+      : loseAnswerOfTransaction(client, opts.loseAnswerOfTransaction);
   const calls = countSdkCalls(client);
   const consumerSqs = sqsClient();
   const visibilityChanges: ChangeMessageVisibilityCommandInput[] = [];
@@ -203,6 +234,7 @@ function newConsumer(opts: { random?: Random } = {}): Consumer {
       addMetric.mock.calls.map(([name]) => name).filter((name) => OUTCOME_METRICS.includes(name)),
     visibilityChanges,
     persistence,
+    transactionRequests,
   };
 }
 
@@ -438,6 +470,52 @@ describe('Function: payment-consumer handler (integration)', () => {
       });
       expect(await idempotencyRecord(paymentId)).toMatchObject({ status: 'COMPLETED' });
     });
+  });
+
+  describe('A lost answer from DynamoDB (I4)', () => {
+    it.each([
+      {
+        transaction: 0,
+        which: 'claiming (INPROGRESS + the order’s guard)',
+        finds: 'its own INPROGRESS record (claim token), not another delivery in progress',
+        commands: ['TransactWriteItemsCommand', 'TransactWriteItemsCommand'],
+      },
+      {
+        transaction: 1,
+        which: 'completing (COMPLETED + PAID)',
+        finds: 'PAID on a COMPLETED record (one read), not a refusal',
+        commands: ['TransactWriteItemsCommand', 'TransactWriteItemsCommand', 'GetItemCommand'],
+      },
+    ])(
+      'when the $which transaction commits but its answer is lost, the SDK’s resend finds $finds and the job succeeds once',
+      async ({ transaction, commands }) => {
+        // Prepare: that TransactWriteItems is applied, its answer lost.
+        const orderId = uniqueName('order');
+        const paymentId = uniqueName('pay');
+        await seedOrder(orderId);
+        await send(captureJob(orderId, paymentId), orderId);
+        const c = newConsumer({ loseAnswerOfTransaction: transaction });
+
+        // Act
+        const response = await runBatch(c, await receiveSqsEventOf(sqs, queueUrl, 1));
+
+        // Assess: two transactions, three requests (one resent); done now, not retried or dead-lettered.
+        expect(response.batchItemFailures).toEqual([]);
+        expect(c.outcomes()).toEqual([METRIC.jobSucceeded]);
+        expect(c.calls.calls()).toEqual(commands);
+        expect(c.transactionRequests()).toBe(3);
+        const charges = ledgerFor(paymentId);
+        expect(charges).toHaveLength(1);
+        expect(await readOrder(orderId)).toMatchObject({
+          state: 'PAID',
+          version: 1,
+          chargeId: charges[0]?.id,
+        });
+        expect(await idempotencyRecord(paymentId)).toMatchObject({ status: 'COMPLETED' });
+        expect(await queueDepth(dlqUrl)).toEqual({ visible: '0', inFlight: '0' });
+        expect(await queueDepth(queueUrl)).toEqual({ visible: '0', inFlight: '0' });
+      },
+    );
   });
 
   describe('Permanent errors (R1, R3, D3)', () => {

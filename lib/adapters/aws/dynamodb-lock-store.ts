@@ -106,8 +106,13 @@ export class DynamoDbLockStore implements LockStore {
       if (fence === undefined) throw new Error(`lock ${request.resource}: UpdateItem returned no fence`);
       return { acquired: true, fence };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException)
-        return { acquired: false, holder: holderOf(error.Item) };
+      if (error instanceof ConditionalCheckFailedException) {
+        const holder = holderOf(error.Item);
+        // The lease is held by this very request's token (new for every acquire): an earlier
+        // attempt of it was applied, its answer lost, and the SDK resent it. It is ours.
+        if (holder?.ownerToken === request.ownerToken) return { acquired: true, fence: holder.fence };
+        return { acquired: false, holder };
+      }
       throw error;
     }
   }

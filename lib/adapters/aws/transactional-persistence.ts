@@ -13,10 +13,17 @@
  * with the check, so the function runs only if the precondition held when the job was claimed,
  * with no separate read. Nothing is written when either fails.
  *
+ * A lost answer (the request applied, the client timed out, the SDK resent it) is read for what it
+ * is: a resent claim that finds the INPROGRESS record with its own claim token holds the job, and a
+ * resent completion whose business condition fails on a COMPLETED record is done. DynamoDB itself
+ * answers such a resend as a success within 10 minutes (the SDK keeps the ClientRequestToken); an
+ * emulator, or a resend after that window, does not.
+ *
  * Everything else is Powertools' own: the INPROGRESS put's condition and its answer to an
  * existing record (one call for a duplicate), payload validation, the record layout and key
  * hashing. With nothing staged, the put and the completion are Powertools' PutItem and UpdateItem.
  */
+import { randomUUID } from 'node:crypto';
 import {
   ConditionalCheckFailedException,
   TransactionCanceledException,
@@ -26,6 +33,7 @@ import {
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
+  GetCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
@@ -110,6 +118,12 @@ const TRANSIENT_CANCELLATIONS = new Set([
   'ProvisionedThroughputExceeded',
   'RequestLimitExceeded',
 ]);
+
+/**
+ * Attribute of an INPROGRESS record written with a precondition: a token unique to the claim, so
+ * a resent claim can recognise the record its own earlier attempt wrote.
+ */
+export const CLAIM_ATTR = 'claim_token';
 
 /**
  * Powertools' condition for writing an INPROGRESS record (DynamoDBPersistenceLayer._putRecord):
@@ -226,15 +240,23 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     const job = this.jobs.get(record.idempotencyKey);
     const precondition = job?.precondition;
     if (job === undefined || precondition === undefined) return super._putRecord(record);
+    const claim = randomUUID();
     try {
       await this.doc.send(
-        new TransactWriteCommand({ TransactItems: [this.inProgress(record), precondition.item] }),
+        new TransactWriteCommand({ TransactItems: [this.inProgress(record, claim), precondition.item] }),
       );
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
+      const [own, check] = error.CancellationReasons ?? [];
+      // The record found is the one this claim wrote: an earlier attempt of this very request
+      // committed, its answer was lost and the SDK resent it (DynamoDB answers such a resend as a
+      // success within 10 minutes, moto does not). The job is claimed, with the precondition held.
+      if (own?.Code === 'ConditionalCheckFailed' && own.Item?.[CLAIM_ATTR]?.S === claim) {
+        job.held = true;
+        return;
+      }
       // Nothing was written. The record's own condition comes first: a duplicate is answered
       // from its record, as Powertools answers it, whatever the precondition says.
-      const [own, check] = error.CancellationReasons ?? [];
       if (own?.Code === 'ConditionalCheckFailed') {
         throw new IdempotencyItemAlreadyExistsError(
           `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
@@ -271,11 +293,42 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       );
     } catch (error) {
       if (!(error instanceof TransactionCanceledException)) throw error;
+      const businessConditionFailed = error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed';
+      // A failed business condition may be this very transaction, committed by an earlier attempt
+      // whose answer was lost and then resent by the SDK's retry (DynamoDB answers a resend with
+      // the same ClientRequestToken as a success for 10 minutes; moto, and any resend after that,
+      // do not). Only a transaction like this one completes the record, so a COMPLETED record
+      // means the write and the completion are both in: the job is done, not refused.
+      if (businessConditionFailed && (await this.isCompleted(record.idempotencyKey))) return;
       // Nothing was written: give the key back so a retry need not wait for the in-progress expiry.
       await this.releaseInProgress(record.idempotencyKey);
-      if (error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed')
-        throw await staged.rejected(error);
+      if (businessConditionFailed) throw await staged.rejected(error);
       throw transientOr(error, 'the completing transaction was cancelled');
+    }
+  }
+
+  /**
+   * Whether the record of `idempotencyKey` is COMPLETED (strongly consistent read). A read that
+   * fails answers false: the caller then reports the business condition's error, as before.
+   */
+  private async isCompleted(idempotencyKey: string): Promise<boolean> {
+    try {
+      const { Item } = await this.doc.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: { [this.attr.key]: idempotencyKey },
+          ProjectionExpression: '#status',
+          ExpressionAttributeNames: { '#status': this.attr.status },
+          ConsistentRead: true,
+        }),
+      );
+      return Item?.[this.attr.status] === IdempotencyRecordStatus.COMPLETED;
+    } catch (error) {
+      this.warnings?.warn('could not read the idempotency record after a cancelled completion', {
+        error,
+        idempotencyKey,
+      });
+      return false;
     }
   }
 
@@ -295,12 +348,16 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     if (job.precondition === undefined) this.jobs.delete(key);
   }
 
-  /** The INPROGRESS put exactly as Powertools sends it, as a transact item. */
-  private inProgress(record: IdempotencyRecord): TransactItem {
+  /**
+   * The INPROGRESS put as Powertools sends it, as a transact item, plus the `claim` token that
+   * tells this claim's own record from another's (Powertools ignores the extra attribute).
+   */
+  private inProgress(record: IdempotencyRecord, claim: string): TransactItem {
     const item: Record<string, unknown> = {
       [this.attr.key]: record.idempotencyKey,
       [this.attr.expiry]: record.expiryTimestamp,
       [this.attr.status]: record.getStatus(),
+      [CLAIM_ATTR]: claim,
     };
     if (record.inProgressExpiryTimestamp !== undefined) {
       item[this.attr.inProgressExpiry] = record.inProgressExpiryTimestamp;

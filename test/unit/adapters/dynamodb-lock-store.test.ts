@@ -105,6 +105,22 @@ describe('Class: DynamoDbLockStore', () => {
       });
     });
 
+    it('when a resend finds the lease its own lost-answer attempt took (same owner token), it is acquired with that fence', async () => {
+      // Prepare: the first attempt was applied, its answer lost; the SDK's resend fails the condition.
+      dynamoMock.on(UpdateItemCommand).rejects(conditionFailed(HELD_ITEM));
+
+      // Act
+      const result = await store().tryAcquire({
+        resource: RESOURCE,
+        ownerToken: 'owner-a',
+        nowMs: NOW_MS,
+        expiresAtMs: NOW_MS + 8_000,
+      });
+
+      // Assess
+      expect(result).toEqual({ acquired: true, fence: 1_900_000_000_001 });
+    });
+
     it('when DynamoDB throttles, it lets the SDK error through for the failure policy to classify', async () => {
       // Prepare
       const throttled = new ThrottlingException({ message: 'slow down', $metadata: {} });

@@ -8,7 +8,12 @@ import {
   TransactionCanceledException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
@@ -19,9 +24,11 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import {
+  CLAIM_ATTR,
   TransactionalDynamoDBPersistenceLayer,
   type StagedPrecondition,
   type StagedWrite,
+  type TransactItem,
   type WarningSink,
 } from '../../../lib/adapters/aws/transactional-persistence';
 import { IllegalTransitionError, TransientError, TransitionAlreadyDoneError } from '../../../lib/core/errors';
@@ -202,6 +209,8 @@ beforeEach(() => {
   ddbMock.on(DeleteItemCommand).resolves({});
   docMock.on(TransactWriteCommand).resolves({});
   docMock.on(DeleteCommand).resolves({});
+  // The record a cancelled completion reads back: still the INPROGRESS one this job put.
+  docMock.on(GetCommand).resolves({ Item: { status: 'INPROGRESS' } });
 });
 
 describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
@@ -299,7 +308,49 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       expect(layer.stagedCount).toBe(0);
     });
 
-    it('when a conflicting transaction cancels it, it throws a TransientError', async () => {
+    it('when the business condition cancels a resent transaction that had committed (its answer lost), the record is COMPLETED and the job succeeds', async () => {
+      // Prepare: the first attempt committed, its answer was lost; the SDK's resend finds PAID.
+      const { run, layer } = setup();
+      docMock.on(TransactWriteCommand).rejects(cancelled('ConditionalCheckFailed', 'None'));
+      docMock.on(GetCommand).resolves({ Item: { status: 'COMPLETED' } });
+
+      // Act
+      const result = await run((l) => {
+        l.stage(REQUEST, businessWrite());
+        return { outcome: 'captured' };
+      });
+
+      // Assess: one strongly consistent read of the record, no release, no error.
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(docMock).toHaveReceivedCommandWith(GetCommand, {
+        TableName: TABLE,
+        Key: { id: HASHED_KEY },
+        ConsistentRead: true,
+      });
+      expect(docMock).toHaveReceivedCommandTimes(DeleteCommand, 0);
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the business condition cancels it and the record cannot be read, it warns and the domain error still surfaces', async () => {
+      // Prepare
+      const { run, warnings } = setup();
+      docMock.on(TransactWriteCommand).rejects(cancelled('ConditionalCheckFailed', 'None'));
+      const unreachable = Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+      docMock.on(GetCommand).rejects(unreachable);
+
+      // Act
+      const error = await thrownBy(() => run((l) => l.stage(REQUEST, businessWrite())));
+
+      // Assess: not knowing, the job is refused (DLQ); a safe replay skips it once COMPLETED.
+      expect((error as Error).cause).toBeInstanceOf(TransitionAlreadyDoneError);
+      expect(warnings.warn).toHaveBeenCalledWith(
+        'could not read the idempotency record after a cancelled completion',
+        { error: unreachable, idempotencyKey: HASHED_KEY },
+      );
+      expect(docMock).toHaveReceivedCommandTimes(DeleteCommand, 1);
+    });
+
+    it('when a conflicting transaction cancels it, it throws a TransientError without reading the record', async () => {
       // Prepare
       const { run } = setup();
       docMock.on(TransactWriteCommand).rejects(cancelled('None', 'TransactionConflict'));
@@ -310,6 +361,7 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       // Assess
       expect((error as Error).cause).toBeInstanceOf(TransientError);
       expect(docMock).toHaveReceivedCommandTimes(DeleteCommand, 1);
+      expect(docMock).toHaveReceivedCommandTimes(GetCommand, 0);
     });
 
     it('when the INPROGRESS record is no longer ours, the release fails quietly and the domain error still surfaces', async () => {
@@ -461,7 +513,7 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       });
     });
 
-    it('when a precondition is staged, the put is the one Powertools would send: same item, condition, names and values', async () => {
+    it('when a precondition is staged, the put is the one Powertools would send (same item, condition, names and values), plus its claim token', async () => {
       // Prepare: Powertools' own PutItem first (nothing staged), then ours.
       const plain = setup();
       await plain.run(() => ({}));
@@ -476,8 +528,9 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       const expressionValues = (values: Record<string, unknown> | undefined) =>
         Object.keys(values ?? {}).sort();
       expect(Object.keys(ours?.Item ?? {}).sort()).toEqual(
-        Object.keys(unmarshall(powertools?.Item ?? {})).sort(),
+        [...Object.keys(unmarshall(powertools?.Item ?? {})), CLAIM_ATTR].sort(),
       );
+      expect(ours?.Item?.[CLAIM_ATTR]).toMatch(/^[0-9a-f-]{36}$/);
       expect(ours?.ConditionExpression).toBe(powertools?.ConditionExpression);
       expect(ours?.ExpressionAttributeNames).toEqual(powertools?.ExpressionAttributeNames);
       expect(expressionValues(ours?.ExpressionAttributeValues)).toEqual(
@@ -531,6 +584,33 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       expect(error).toBeInstanceOf(IdempotencyAlreadyInProgressError);
       expect(body).not.toHaveBeenCalled();
       expect(docMock.calls()).toHaveLength(1);
+    });
+
+    it('when a resent claim finds the INPROGRESS record its own earlier attempt wrote (same claim token), the job is claimed and runs', async () => {
+      // Prepare: the first attempt committed and its answer was lost; the resend finds its record.
+      const { run, layer } = setup();
+      docMock.on(TransactWriteCommand).callsFakeOnce((input: { TransactItems: TransactItem[] }) => {
+        const written = input.TransactItems[0]?.Put?.Item ?? {};
+        throw cancelledWith(
+          {
+            Code: 'ConditionalCheckFailed',
+            Item: marshall({ ...unmarshall(storedRecord('INPROGRESS')), [CLAIM_ATTR]: written[CLAIM_ATTR] }),
+          },
+          { Code: 'None' },
+        );
+      });
+      const body = jest.fn(() => {
+        expect(layer.preconditionHeld(REQUEST)).toBe(true);
+        return { outcome: 'captured' };
+      });
+
+      // Act
+      const result = await run(body, orderPrecondition());
+
+      // Assess
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(body).toHaveBeenCalledTimes(1);
+      expect(docMock).toHaveReceivedCommandTimes(DeleteCommand, 0);
     });
 
     it('when only the precondition fails, it throws its domain error from the returned item, writes nothing and never runs the function', async () => {
