@@ -109,6 +109,11 @@ export interface FaultPlan {
   readonly timeoutRate: number;
   /** Provider 5xx rate while on. */
   readonly errorRate: number;
+  /**
+   * SDK faults: besides their rates, each function instance's forcedAt-th DynamoDB request (a lost
+   * answer), the next (a timeout) and the one after (a throttle) are hit for sure, so they fire.
+   */
+  readonly forcedAt: number;
 }
 
 /**
@@ -126,6 +131,7 @@ export function faultPlanArbitrary(): fc.Arbitrary<FaultPlan> {
     throttleRate: fc.double({ min: 0.05, max: 0.3, noNaN: true }),
     timeoutRate: fc.double({ min: 0.02, max: 0.1, noNaN: true }),
     errorRate: fc.double({ min: 0.1, max: 0.4, noNaN: true }),
+    forcedAt: fc.integer({ min: 1, max: 4 }),
   });
 }
 
@@ -176,4 +182,45 @@ export function faultConfigNamed(name: string): FaultConfig {
   if (found === undefined)
     throw new Error(`no fault configuration ${name}; known: ${FAULT_CONFIGS.map((c) => c.name).join(', ')}`);
   return found;
+}
+
+/**
+ * What the lines of a run show fired (FAULT_EVIDENCE's keys): `crash:<point>` / `hang:<point>`
+ * for each "injected crash/hang at" line, one key per SDK fault trace line, `lost-ack` per lost
+ * batch ack, and `process-killed` (with `process-killed:<function>`) per SIGKILL the host reported —
+ * a function killed at once may lose its own "injected crash" line, the host's report never.
+ */
+export function faultEvidence(
+  functions: readonly { readonly fn: string; readonly line: string }[],
+  platform: readonly string[],
+): Record<string, number> {
+  const fired: Record<string, number> = {};
+  const bump = (key: string): void => {
+    fired[key] = (fired[key] ?? 0) + 1;
+  };
+  for (const l of functions) {
+    const m = /injected (crash|hang) at ([a-z-]+)/.exec(l.line);
+    if (m !== null) bump(`${m[1]}:${m[2]}`);
+    const f = /\[tenang-trace\] fault ([a-z-]+)/.exec(l.line);
+    if (f !== null) bump(f[1] ?? '?');
+  }
+  for (const line of platform) {
+    const killed = /^(\S+): crash: Runtime\.ExitError/.exec(line);
+    if (killed !== null) {
+      bump('process-killed');
+      bump(`process-killed:${killed[1]}`);
+    }
+    if (line.includes('injected lost ack')) bump('lost-ack');
+  }
+  return fired;
+}
+
+/** Crash points armed on the payment consumer one after another, in this order. */
+export function paymentCrashPhases(config: FaultConfig): string[][] {
+  const phases: string[][] = [];
+  if (config.faults.includes('crash-before-side-effect')) phases.push(['before-side-effect']);
+  if (config.faults.includes('crash-after-side-effect')) phases.push(['after-side-effect']);
+  if (config.faults.includes('crash-after-commit')) phases.push(['after-commit']);
+  if (config.faults.includes('payment-function-timeout')) phases.push(['hang:after-side-effect']);
+  return phases;
 }

@@ -48,7 +48,14 @@ import {
   type ChaosVerdict,
   type EnqueuedJob,
 } from './checker';
-import type { FaultConfig, FaultKind, FaultPlan } from './faults';
+import {
+  faultEvidence,
+  paymentCrashPhases,
+  unfiredFaults,
+  type FaultConfig,
+  type FaultKind,
+  type FaultPlan,
+} from './faults';
 import { makeWorkload, seededRandom, type WorkloadJob } from './workload';
 
 /** Stock seeded per SKU: plenty, so a reservation fails only when something is wrong. */
@@ -196,6 +203,11 @@ export class ChaosPlatform {
     }
     // The pollers re-read it every 5 s (lib/local/sqs-event-source.ts).
     if (changed) await sleep(5_500);
+  }
+
+  /** Evidence of the faults that fired since the last takeLines(), without taking the lines. */
+  public firedSoFar(): Record<string, number> {
+    return faultEvidence(this.lines, this.platformLog);
   }
 
   /** Takes the function lines and platform log lines gathered since the last call. */
@@ -369,7 +381,14 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     };
     const runStart = Date.now();
 
-    const workload = makeWorkload({ seed: plan.workloadSeed, jobs: opts.jobs, keys: opts.keys, runId });
+    const phases = paymentCrashPhases(config);
+    const workload = makeWorkload({
+      seed: plan.workloadSeed,
+      jobs: opts.jobs,
+      keys: opts.keys,
+      runId,
+      minPayments: phases.length,
+    });
     const inventory = new DynamoDbInventoryStore(dynamodb, inventoryTable);
     for (const sku of workload.skus) await inventory.seed(sku, SEEDED_STOCK);
 
@@ -379,26 +398,47 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       enqueued.set(job.id, await prepare(apiUrl, job));
     });
 
-    // Every copy of every job, shuffled by the seed, then sent while the faults run.
+    // Every copy of every job, shuffled by the seed. One payment job per payment crash point is
+    // held back and sent by that point once it is armed, so every crash point meets fresh work.
+    // Half of the rest is sent at once (a burst: full batches, FIFO groups behind a failure), the
+    // other half spread over the fault window, so work flows while every fault is on.
     const random = seededRandom(plan.workloadSeed ^ 0x5bd1e995);
-    const sends = workload.jobs.flatMap((job) =>
-      Array.from({ length: job.copies }, (_, copy) => ({ job, copy })),
-    );
+    const held = workload.jobs.filter((j) => j.type === 'payment.capture').slice(0, phases.length);
+    const sends = workload.jobs
+      .filter((job) => !held.includes(job))
+      .flatMap((job) => Array.from({ length: job.copies }, (_, copy) => ({ job, copy })));
     for (let i = sends.length - 1; i > 0; i -= 1) {
       const j = Math.floor(random() * (i + 1));
       [sends[i], sends[j]] = [sends[j] as (typeof sends)[number], sends[i] as (typeof sends)[number]];
     }
-    const poison: PoisonFact[] = [];
-    const faults = injectFaults(chaos, config, plan, queues, runId, poison, apiUrl, sqs);
-    await inParallel(sends, SEND_CONCURRENCY, async ({ job, copy }) => {
+    const sendCopy = async ({ job, copy }: { job: WorkloadJob; copy: number }): Promise<void> => {
       const e = enqueued.get(job.id);
       if (e === undefined) return;
       await send(sqs, queues, e, copy);
       // Reads fill the cache, so the invalidator has entries to get right.
       if (e.type === 'payment.capture' && random() < 0.5)
         await callApi(apiUrl, 'GET', `/orders/${encodeURIComponent(e.orderId)}`);
-    });
+    };
+    const feed = async (): Promise<void> => {
+      const job = held.shift();
+      if (job === undefined) return;
+      await Promise.all(Array.from({ length: job.copies }, (_, copy) => sendCopy({ job, copy })));
+    };
+    const burst = sends.slice(0, Math.ceil(sends.length / 2));
+    const spread = sends.slice(burst.length);
+    const poison: PoisonFact[] = [];
+    const sendsStart = Date.now();
+    const faults = injectFaults(chaos, config, plan, queues, runId, poison, apiUrl, sqs, feed);
+    await inParallel(burst, SEND_CONCURRENCY, sendCopy);
+    const gapMs = (plan.startAfterMs + plan.windowMs) / (spread.length + 1);
+    for (const [i, item] of spread.entries()) {
+      await sleep(sendsStart + (i + 1) * gapMs - Date.now());
+      await sendCopy(item);
+    }
+    // Payment jobs a crash point did not take (it fired on a retry before its turn) go out too.
     const fired = await faults;
+    // Payment jobs no crash point took (it fired on a retry before its turn) go out now.
+    while (held.length > 0) await feed();
     const drained = await drain(chaos, sqs, queues, opts.drainDeadlineMs ?? 240_000);
     // A last read of a few orders, racing the final invalidations (C3).
     await sleep(INVALIDATION_LAG_MS);
@@ -421,19 +461,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       ledgerStart,
       lines: lines.functions,
     });
-    for (const l of lines.functions) {
-      const m = /injected (crash|hang) at ([a-z-]+)/.exec(l.line);
-      if (m !== null) fired[`${m[1]}:${m[2]}`] = (fired[`${m[1]}:${m[2]}`] ?? 0) + 1;
-      const f = /\[tenang-trace\] fault ([a-z-]+)/.exec(l.line);
-      if (f !== null) fired[f[1] ?? '?'] = (fired[f[1] ?? '?'] ?? 0) + 1;
-    }
-    // A function killed at once may lose its "injected crash" line with the process; the host's
-    // own report of the SIGKILL is always there, so a crash that fired is never counted as none.
-    const killed = lines.platform.filter((l) => /: crash: Runtime\.ExitError/.test(l)).length;
-    if (killed > 0) fired['process-killed'] = killed;
-    fired['lost-ack'] =
-      lines.platform.filter((l) => l.includes('injected lost ack')).length || (fired['lost-ack'] ?? 0);
-    if (fired['lost-ack'] === 0) delete fired['lost-ack'];
+    Object.assign(fired, faultEvidence(lines.functions, lines.platform));
     return {
       config: config.name,
       plan,
@@ -534,7 +562,27 @@ async function sendWithRetry(
   );
 }
 
-/** Injects the configuration's faults, lifts them after the plan's window; resolves with what fired. */
+/**
+ * Crash points stay armed until reached: an invocation that never gets there (a duplicate, a
+ * retry failing earlier, a batch while Redis is down) does not use up the plan's crashes.
+ */
+const UNTIL_REACHED = { untilReached: true } as const;
+/**
+ * Longest a payment crash point stays armed waiting to fire (a fresh job is sent when it is armed;
+ * a provider fault or throttle may hold it back for a retry or two).
+ */
+const PHASE_CAP_MS = 20_000;
+/**
+ * Longest the faults stay on past the plan's window while one of them has not fired yet (a crash
+ * in the invalidator waits for Redis to come back; a rare SDK fault for more requests).
+ */
+const LATE_CAP_MS = 20_000;
+
+/**
+ * Injects the configuration's faults and lifts them after the plan's window, or once each has
+ * fired (within LATE_CAP_MS); resolves with the window markers. `feed` sends one held-back payment
+ * job: each payment crash point calls it once armed.
+ */
 async function injectFaults(
   chaos: ChaosPlatform,
   config: FaultConfig,
@@ -544,6 +592,7 @@ async function injectFaults(
   poison: PoisonFact[],
   apiUrl: string,
   sqs: SQSClient,
+  feed: () => Promise<void>,
 ): Promise<Record<string, number>> {
   const { platform } = chaos;
   const has = (f: FaultKind): boolean => config.faults.includes(f);
@@ -584,15 +633,11 @@ async function injectFaults(
 
   const payment = chaos.fn('payment-consumer');
   const invalidator = chaos.fn('cache-invalidator');
-  const crashPhases: string[][] = [];
-  if (has('crash-before-side-effect')) crashPhases.push(['before-side-effect']);
-  if (has('crash-after-side-effect')) crashPhases.push(['after-side-effect']);
-  if (has('crash-after-commit')) crashPhases.push(['after-commit']);
-  if (has('payment-function-timeout')) crashPhases.push(['hang:after-side-effect']);
+  const crashPhases = paymentCrashPhases(config);
   if (has('crash-during-invalidation'))
-    platform.crashInvocations(invalidator, ['during-invalidation'], plan.crashes);
+    platform.crashInvocations(invalidator, ['during-invalidation'], plan.crashes, UNTIL_REACHED);
   if (has('invalidator-function-timeout'))
-    platform.crashInvocations(invalidator, ['hang:during-invalidation'], 1);
+    platform.crashInvocations(invalidator, ['hang:during-invalidation'], 1, UNTIL_REACHED);
   if (has('lost-ack')) for (const s of platform.sqsSources) s.loseAcks(plan.lostAcks);
   const sdk: string[] = [];
   if (has('ddb-throttle')) sdk.push(`ddb-throttle=${plan.throttleRate.toFixed(3)}`);
@@ -604,6 +649,11 @@ async function injectFaults(
   const fns = [...platform.hosts.keys()].filter((f) => !f.endsWith('-flag-reconciler'));
   const inventoryFn = chaos.fn('inventory-consumer');
   if (sdk.length > 0) {
+    // Besides the rates, each instance's plan.forcedAt-th request (and the next ones) is hit for
+    // sure, so a run with any DynamoDB work sees every SDK fault of its configuration.
+    if (has('ddb-timeout'))
+      sdk.push(`ddb-lost-response-at=${plan.forcedAt}`, `ddb-timeout-at=${plan.forcedAt + 1}`);
+    if (has('ddb-throttle')) sdk.push(`ddb-throttle-at=${plan.forcedAt + 2}`);
     for (const f of fns)
       platform.setFaults(
         f,
@@ -625,25 +675,35 @@ async function injectFaults(
     platform.providers.messaging.set({ errorRate: plan.errorRate });
     fired['provider-5xx-window'] = 1;
   }
-  // Crash points one after another, each armed until it fired or its share of the window passed.
-  const phaseMs =
-    crashPhases.length === 0 ? plan.windowMs : Math.max(plan.windowMs / crashPhases.length, 3_000);
+  // Payment crash points one after another, each armed with a fresh job until it fired.
   const windowEnds = Date.now() + plan.windowMs;
   for (const points of crashPhases) {
-    const before = chaos.observer.eventCount('crash');
-    platform.crashInvocations(payment, points, points[0]?.startsWith('hang:') === true ? 1 : plan.crashes);
-    const ends = Date.now() + phaseMs;
-    while (Date.now() < ends && chaos.observer.eventCount('crash') === before) await sleep(200);
+    const point = points[0] ?? '';
+    // The point's own line, written before the kill: the host's SIGKILL report of the phase
+    // before can arrive after this phase began.
+    const key = point.startsWith('hang:') ? point : `crash:${point}`;
+    const evidence = (): number => chaos.firedSoFar()[key] ?? 0;
+    const before = evidence();
+    platform.crashInvocations(payment, points, point.startsWith('hang:') ? 1 : plan.crashes, UNTIL_REACHED);
+    await feed();
+    const ends = Date.now() + PHASE_CAP_MS;
+    while (Date.now() < ends && evidence() === before) await sleep(200);
   }
-  await sleep(Math.max(0, windowEnds - Date.now()));
-  // Lift everything.
+  await sleep(windowEnds - Date.now());
+  // The windows close: Redis comes back (empty), the providers heal.
+  platform.providers.payment.set({ latencyMs: 0, errorRate: 0, errorAfterEffectRate: 0 });
+  platform.providers.messaging.set({ latencyMs: 0, errorRate: 0 });
+  if (!chaos.redis.running) await chaos.redis.up();
+  // A crash, lost ack or SDK fault that has not fired yet stays on a little longer (the
+  // invalidator's crash point, for one, is past a Redis write): its run would prove nothing of it.
+  const lateEnds = Date.now() + LATE_CAP_MS;
+  while (Date.now() < lateEnds && unfiredFaults(config, { ...fired, ...chaos.firedSoFar() }).length > 0)
+    await sleep(250);
+  // Lift the rest.
   platform.crashInvocations(payment, [], 0);
   platform.crashInvocations(invalidator, [], 0);
   for (const s of platform.sqsSources) s.loseAcks(0);
   for (const f of fns) platform.setFaults(f, f === inventoryFn ? 'trace-locks' : '');
-  platform.providers.payment.set({ latencyMs: 0, errorRate: 0, errorAfterEffectRate: 0 });
-  platform.providers.messaging.set({ latencyMs: 0, errorRate: 0 });
-  if (!chaos.redis.running) await chaos.redis.up();
   return fired;
 }
 

@@ -41,6 +41,11 @@ export interface WorkloadOptions {
   readonly runId: string;
   /** Share of payment jobs; the rest split evenly. @default 0.4 */
   readonly paymentShare?: number;
+  /**
+   * At least this many payment jobs (while there are jobs to turn into payments): the chaos
+   * runner holds one back for each payment crash point it arms. @default 0
+   */
+  readonly minPayments?: number;
 }
 
 /** A small, fast, seedable PRNG (mulberry32): the same seed gives the same workload. */
@@ -79,6 +84,14 @@ export function makeWorkload(opts: WorkloadOptions): Workload {
       quantity: 1 + Math.floor(random() * 3),
       amountMinor: 500 + Math.floor(random() * 49_500),
     });
+  }
+  // Too few payments drawn: the last other jobs become payments (still deterministic per seed).
+  let payments = jobs.filter((j) => j.type === 'payment.capture').length;
+  for (let i = jobs.length - 1; i >= 0 && payments < (opts.minPayments ?? 0); i -= 1) {
+    const job = jobs[i];
+    if (job === undefined || job.type === 'payment.capture') continue;
+    jobs[i] = { ...job, type: 'payment.capture' };
+    payments += 1;
   }
   return { runId: opts.runId, seed: opts.seed, skus, jobs };
 }

@@ -24,6 +24,15 @@ import { provisionIntoEmulator, type Provisioned } from './provision';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
 
+/** Crash points armed on a function's next invocations. */
+interface ArmedCrashes {
+  readonly points: readonly string[];
+  /** Invocations still to arm. */
+  remaining: number;
+  /** An invocation that never reached a point gives its arming back. */
+  readonly untilReached?: boolean;
+}
+
 /** Options of LocalPlatform.start. */
 export interface PlatformOptions {
   /** @default 'dev' */
@@ -51,7 +60,7 @@ const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAG
 
 /** A running local pipeline. */
 export class LocalPlatform {
-  private readonly crashes = new Map<string, { points: readonly string[]; remaining: number }>();
+  private readonly crashes = new Map<string, ArmedCrashes>();
   private readonly faults = new Map<string, string>();
   private reconcilerSuspended = false;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -215,12 +224,23 @@ export class LocalPlatform {
     const host = this.hosts.get(functionName);
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
     const armed = this.crashes.get(functionName);
-    const crashPoints = armed?.points;
-    if (armed !== undefined) {
+    const crashPoints = armed !== undefined && armed.remaining > 0 ? armed.points : undefined;
+    if (armed !== undefined && crashPoints !== undefined) {
       armed.remaining -= 1;
-      if (armed.remaining <= 0) this.crashes.delete(functionName);
+      // An untilReached arming stays (at 0) until disarmed: an invocation may still give it back.
+      if (armed.remaining <= 0 && armed.untilReached !== true) this.crashes.delete(functionName);
     }
     const result = await host.invoke(event, { crashPoints, faults: this.faults.get(functionName) });
+    // An invocation that ended without reaching a point gives its arming back when asked to,
+    // unless the arming was replaced or lifted meanwhile.
+    const reached = result.status === 'crash' || result.status === 'timeout';
+    if (
+      crashPoints !== undefined &&
+      armed?.untilReached === true &&
+      !reached &&
+      this.crashes.get(functionName) === armed
+    )
+      armed.remaining += 1;
     this.alarms.recordInvocation(functionName, result);
     return result;
   }
@@ -230,10 +250,19 @@ export class LocalPlatform {
     this.crashInvocations(functionName, points, 1);
   }
 
-  /** The next `count` invocations of `functionName` crash at `points`; `count` 0 disarms. */
-  public crashInvocations(functionName: string, points: readonly string[], count: number): void {
+  /**
+   * The next `count` invocations of `functionName` crash at `points`; `count` 0 disarms. With
+   * `untilReached`, an invocation that ends without reaching a point (a duplicate, a retry that
+   * fails earlier) does not count: the next `count` times a point is reached, it crashes.
+   */
+  public crashInvocations(
+    functionName: string,
+    points: readonly string[],
+    count: number,
+    opts: { readonly untilReached?: boolean } = {},
+  ): void {
     if (count <= 0) this.crashes.delete(functionName);
-    else this.crashes.set(functionName, { points, remaining: count });
+    else this.crashes.set(functionName, { points, remaining: count, untilReached: opts.untilReached });
   }
 
   /**

@@ -4,6 +4,7 @@
  * is a real process dying. Configurations run concurrently on CHAOS_PLATFORMS platforms (default
  * 2), one configuration per platform at a time. A failure prints the fast-check seed and path;
  * replay with CHAOS_SEED=<seed> (and CHAOS_CONFIGS=<name,…> to run only some configurations).
+ * A run fails too when one of its configuration's faults left no evidence of firing.
  */
 import fc from 'fast-check';
 import { describeViolations } from '../../lib/chaos/checker';
@@ -43,9 +44,12 @@ describe('chaos: every job ok after a full drain, under every fault configuratio
           // Assess
           const violations = describeViolations(result.verdict);
           if (!result.drained) violations.unshift('the pipeline did not drain before the deadline');
+          // A fault that never fired makes the run's "ok" say nothing about it.
+          const unfired = unfiredFaults(config, result.faultsFired);
+          if (unfired.length > 0) violations.unshift(`never fired, so not tested: ${unfired.join(', ')}`);
           if (violations.length > 0) {
             throw new Error(
-              `${config.name} (run ${result.runId}, log ${LOG_DIR}/${config.name}-${result.runId}.log, faults fired ${JSON.stringify(result.faultsFired)}, not fired ${unfiredFaults(config, result.faultsFired).join(', ') || 'none'}):\n${violations.slice(0, 30).join('\n')}`,
+              `${config.name} (run ${result.runId}, log ${LOG_DIR}/${config.name}-${result.runId}.log, faults fired ${JSON.stringify(result.faultsFired)}):\n${violations.slice(0, 30).join('\n')}`,
             );
           }
         }),

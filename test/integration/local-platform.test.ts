@@ -17,6 +17,7 @@ import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventor
 import { pauseFlagName } from '../../lib/config';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
+import { streamRecord } from '../helpers/dynamodb-stream';
 import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(120_000);
@@ -225,6 +226,46 @@ describe('Class: LocalPlatform (moto + Redis, bundled functions)', () => {
 
     // Assess
     expect(stillPending).toBe('PENDING');
+  });
+
+  it('when crash points are armed until reached, an invocation that never reaches them does not use up the crash', async () => {
+    // Prepare: a record the invalidator skips (unknown entity: no invalidation, the point is not
+    // reached) and order changes it invalidates (the point is right after the first key).
+    const invalidator = platform.functionNamed('cache-invalidator');
+    const skipped = {
+      Records: [
+        streamRecord({ eventName: 'INSERT', keys: { id: 'x' }, newImage: { id: 'x' }, sequenceNumber: '1' }),
+      ],
+    };
+    const change = (orderId: string, sequenceNumber: string) => ({
+      Records: [
+        streamRecord({
+          eventName: 'MODIFY',
+          keys: { orderId },
+          oldImage: { orderId, version: 1, state: 'PENDING' },
+          newImage: { orderId, version: 2, state: 'PAID' },
+          sequenceNumber,
+        }),
+      ],
+    });
+
+    // Act: the plain arming is spent by the skipped record; the until-reached one is not.
+    platform.crashInvocations(invalidator, ['during-invalidation'], 1);
+    const plain = [
+      await platform.invoke(invalidator, skipped),
+      await platform.invoke(invalidator, change(`o-${randomUUID()}`, '2')),
+    ];
+    platform.crashInvocations(invalidator, ['during-invalidation'], 1, { untilReached: true });
+    const untilReached = [
+      await platform.invoke(invalidator, skipped),
+      await platform.invoke(invalidator, change(`o-${randomUUID()}`, '3')),
+      await platform.invoke(invalidator, change(`o-${randomUUID()}`, '4')),
+    ];
+    platform.crashInvocations(invalidator, [], 0);
+
+    // Assess
+    expect(plain.map((r) => r.status)).toEqual(['ok', 'ok']);
+    expect(untilReached.map((r) => r.status)).toEqual(['ok', 'crash', 'ok']);
   });
 
   it('when a function runs past its timeout, the Lambda service kills it and the message comes back after the visibility timeout', async () => {

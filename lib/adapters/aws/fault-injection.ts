@@ -10,6 +10,9 @@
  * - `ddb-timeout=<rate>`: a request hangs for `timeout-ms`, then fails with TimeoutError, unsent;
  * - `ddb-lost-response=<rate>`: a request is applied, then its answer is lost (TimeoutError): the
  *   ambiguous outcome a real timeout has;
+ * - `ddb-throttle-at=<n>`, `ddb-timeout-at=<n>`, `ddb-lost-response-at=<n>`: that fault also hits
+ *   the client's n-th request (1-based, SDK retries included), so a run with work is sure to see it
+ *   once whatever the rates draw;
  * - `timeout-ms=<ms>`: how long a timed-out request hangs (@default 1000);
  * - `trace-locks`: prints one line per lease acquire/release the locks table answered, with its
  *   owner token, so a checker can verify that no release was made by a non-owner.
@@ -21,6 +24,12 @@ export interface SdkFaults {
   readonly throttleRate: number;
   readonly timeoutRate: number;
   readonly lostResponseRate: number;
+  /** The client's request (1-based, retries included) that is throttled whatever the rate. */
+  readonly throttleAt?: number;
+  /** The client's request that times out unsent whatever the rate. */
+  readonly timeoutAt?: number;
+  /** The client's request whose answer is lost whatever the rate. */
+  readonly lostResponseAt?: number;
   /** @default 1000 */
   readonly timeoutMs: number;
   readonly traceLocks: boolean;
@@ -61,15 +70,28 @@ export function parseSdkFaults(spec: string | undefined): SdkFaults | undefined 
     const value = Number(parts.get(name) ?? 0);
     return Number.isFinite(value) ? Math.min(1, Math.max(0, value)) : 0;
   };
+  const at = (name: string): number | undefined => {
+    const value = Number(parts.get(name));
+    return Number.isInteger(value) && value >= 1 ? value : undefined;
+  };
   const faults: SdkFaults = {
     throttleRate: rate('ddb-throttle'),
     timeoutRate: rate('ddb-timeout'),
     lostResponseRate: rate('ddb-lost-response'),
+    throttleAt: at('ddb-throttle-at'),
+    timeoutAt: at('ddb-timeout-at'),
+    lostResponseAt: at('ddb-lost-response-at'),
     timeoutMs: Number(parts.get('timeout-ms') ?? 1_000) || 1_000,
     traceLocks: parts.has('trace-locks'),
   };
   const active =
-    faults.throttleRate > 0 || faults.timeoutRate > 0 || faults.lostResponseRate > 0 || faults.traceLocks;
+    faults.throttleRate > 0 ||
+    faults.timeoutRate > 0 ||
+    faults.lostResponseRate > 0 ||
+    faults.throttleAt !== undefined ||
+    faults.timeoutAt !== undefined ||
+    faults.lostResponseAt !== undefined ||
+    faults.traceLocks;
   return active ? faults : undefined;
 }
 
@@ -121,14 +143,17 @@ export function addSdkFaults(
   random: () => number = Math.random,
   write: (line: string) => void = (line) => void process.stdout.write(`${line}\n`),
 ): void {
+  let requests = 0;
   stack.add(
     (next, context) => async (args) => {
       const commandName = (context as { commandName?: string }).commandName ?? '';
-      if (random() < faults.throttleRate) {
+      requests += 1;
+      const request = requests;
+      if (request === faults.throttleAt || random() < faults.throttleRate) {
         write(`${FAULT_TRACE_PREFIX}ddb-throttle ${commandName}`);
         throw throttled();
       }
-      if (random() < faults.timeoutRate) {
+      if (request === faults.timeoutAt || random() < faults.timeoutRate) {
         write(`${FAULT_TRACE_PREFIX}ddb-timeout ${commandName}`);
         await new Promise((resolve) => setTimeout(resolve, faults.timeoutMs));
         throw timedOut();
@@ -139,7 +164,7 @@ export function addSdkFaults(
       try {
         const result = await next(args);
         ok = true;
-        if (random() < faults.lostResponseRate) {
+        if (request === faults.lostResponseAt || random() < faults.lostResponseRate) {
           write(`${FAULT_TRACE_PREFIX}ddb-lost-response ${commandName}`);
           throw timedOut();
         }

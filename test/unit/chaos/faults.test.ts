@@ -1,4 +1,11 @@
-import { FAULT_CONFIGS, FAULT_EVIDENCE, faultConfigNamed, unfiredFaults } from '../../../lib/chaos/faults';
+import {
+  FAULT_CONFIGS,
+  FAULT_EVIDENCE,
+  faultConfigNamed,
+  faultEvidence,
+  paymentCrashPhases,
+  unfiredFaults,
+} from '../../../lib/chaos/faults';
 
 describe('Function: unfiredFaults', () => {
   it('when every fault of a configuration left its evidence, none is unfired', () => {
@@ -56,5 +63,56 @@ describe('Function: unfiredFaults', () => {
 
     // Assess
     expect(missing).toEqual([]);
+  });
+});
+
+describe('Function: faultEvidence', () => {
+  it('when functions and the platform report faults, it counts each by its evidence key and the SIGKILLs per function', () => {
+    // Prepare: lines as the functions and the local platform print them.
+    const functions = [
+      { fn: 'tenang-dev-payment-consumer', line: '[tenang] injected crash at after-side-effect' },
+      { fn: 'tenang-dev-cache-invalidator', line: '[tenang] injected hang at during-invalidation' },
+      { fn: 'tenang-dev-ingress', line: '[tenang-trace] fault ddb-lost-response GetItemCommand' },
+      { fn: 'tenang-dev-ingress', line: '[tenang-trace] fault ddb-lost-response PutItemCommand' },
+      { fn: 'tenang-dev-inventory-consumer', line: '[tenang-trace] lock {"op":"acquire"}' },
+      { fn: 'tenang-dev-ingress', line: '{"level":"INFO","message":"order created"}' },
+    ];
+    const platform = [
+      'tenang-dev-payment-consumer: crash: Runtime.ExitError: the process was killed (SIGKILL)',
+      'tenang-dev-notification-consumer: injected lost ack of 3 message(s)',
+      'tenang-dev-notification-consumer: delete failed for 2 message(s): ReceiptHandleIsInvalid',
+    ];
+
+    // Act
+    const fired = faultEvidence(functions, platform);
+
+    // Assess
+    expect(fired).toEqual({
+      'crash:after-side-effect': 1,
+      'hang:during-invalidation': 1,
+      'ddb-lost-response': 2,
+      'process-killed': 1,
+      'process-killed:tenang-dev-payment-consumer': 1,
+      'lost-ack': 1,
+    });
+  });
+
+  it('when nothing was injected, it counts nothing', () => {
+    expect(faultEvidence([{ fn: 'f', line: 'job done' }], ['f: poll failed: ECONNRESET'])).toEqual({});
+  });
+});
+
+describe('Function: paymentCrashPhases', () => {
+  it('when a configuration crashes the payment consumer at every step, the points come in the order of a capture', () => {
+    expect(paymentCrashPhases(faultConfigNamed('crashes-every-step'))).toEqual([
+      ['before-side-effect'],
+      ['after-side-effect'],
+      ['after-commit'],
+    ]);
+  });
+
+  it('when the payment function times out, its hang is a phase; faults elsewhere are none', () => {
+    expect(paymentCrashPhases(faultConfigNamed('payment-timeout'))).toEqual([['hang:after-side-effect']]);
+    expect(paymentCrashPhases(faultConfigNamed('redis-down+mid-invalidation'))).toEqual([]);
   });
 });

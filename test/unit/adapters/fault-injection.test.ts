@@ -1,0 +1,127 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  addSdkFaults,
+  FAULT_TRACE_PREFIX,
+  parseSdkFaults,
+  type SdkFaults,
+} from '../../../lib/adapters/aws/fault-injection';
+
+type Stack = DynamoDBClient['middlewareStack'];
+type Handler = (args: { input: object }) => Promise<{ output: object }>;
+
+/**
+ * The middleware addSdkFaults adds, over a `next` that applies the request (counted); returns a
+ * sender, what was applied and the trace lines written.
+ */
+function faultySender(faults: SdkFaults, random: () => number = () => 1) {
+  let middleware: ((next: Handler, context: object) => Handler) | undefined;
+  const stack = { add: (m: typeof middleware) => void (middleware = m) } as unknown as Stack;
+  const lines: string[] = [];
+  addSdkFaults(stack, faults, random, (line) => lines.push(line));
+  let applied = 0;
+  const next: Handler = () => {
+    applied += 1;
+    return Promise.resolve({ output: {} });
+  };
+  const send = async (): Promise<string> => {
+    if (middleware === undefined) throw new Error('no middleware was added');
+    try {
+      await middleware(next, { commandName: 'PutItemCommand' })({ input: {} });
+      return 'ok';
+    } catch (error) {
+      return (error as Error).name;
+    }
+  };
+  return { send, applied: () => applied, lines };
+}
+
+const NONE: SdkFaults = {
+  throttleRate: 0,
+  timeoutRate: 0,
+  lostResponseRate: 0,
+  timeoutMs: 1,
+  traceLocks: false,
+};
+
+describe('Function: parseSdkFaults', () => {
+  it('when the spec names no fault, it answers undefined (the middleware is never added)', () => {
+    expect(parseSdkFaults(undefined)).toBeUndefined();
+    expect(parseSdkFaults('timeout-ms=50')).toBeUndefined();
+  });
+
+  it('when the spec names rates and forced requests, it reads them; a bad index is ignored and a rate is clamped', () => {
+    const faults = parseSdkFaults(
+      'ddb-throttle=2,ddb-timeout=0.1,ddb-lost-response-at=3,ddb-timeout-at=0,ddb-throttle-at=x,timeout-ms=50',
+    );
+
+    expect(faults).toEqual({
+      throttleRate: 1,
+      timeoutRate: 0.1,
+      lostResponseRate: 0,
+      throttleAt: undefined,
+      timeoutAt: undefined,
+      lostResponseAt: 3,
+      timeoutMs: 50,
+      traceLocks: false,
+    });
+  });
+
+  it('when only a forced request is named, the faults are active', () => {
+    expect(parseSdkFaults('ddb-timeout-at=2')).toMatchObject({ timeoutAt: 2, timeoutRate: 0 });
+  });
+});
+
+describe('Function: addSdkFaults', () => {
+  it('when a lost answer is forced at request 2, only that request is applied and then fails with TimeoutError', async () => {
+    // Prepare
+    const { send, applied, lines } = faultySender({ ...NONE, lostResponseAt: 2 });
+
+    // Act
+    const outcomes = [await send(), await send(), await send()];
+
+    // Assess
+    expect(outcomes).toEqual(['ok', 'TimeoutError', 'ok']);
+    expect(applied()).toBe(3);
+    expect(lines).toEqual([`${FAULT_TRACE_PREFIX}ddb-lost-response PutItemCommand`]);
+  });
+
+  it('when a timeout is forced at request 1, that request is never applied', async () => {
+    // Prepare
+    const { send, applied, lines } = faultySender({ ...NONE, timeoutAt: 1 });
+
+    // Act
+    const outcomes = [await send(), await send()];
+
+    // Assess
+    expect(outcomes).toEqual(['TimeoutError', 'ok']);
+    expect(applied()).toBe(1);
+    expect(lines).toEqual([`${FAULT_TRACE_PREFIX}ddb-timeout PutItemCommand`]);
+  });
+
+  it('when a throttle is forced at request 3, that request is refused unsent as a retryable throttle', async () => {
+    // Prepare
+    const { send, applied } = faultySender({ ...NONE, throttleAt: 3 });
+
+    // Act
+    const outcomes = [await send(), await send(), await send()];
+
+    // Assess
+    expect(outcomes).toEqual(['ok', 'ok', 'ProvisionedThroughputExceededException']);
+    expect(applied()).toBe(2);
+  });
+
+  it('when the rates draw a fault, it fires whatever the forced index', async () => {
+    // Prepare: every draw under the rate.
+    const { send, lines } = faultySender({ ...NONE, throttleRate: 0.5 }, () => 0.1);
+
+    // Act
+    const outcomes = [await send(), await send()];
+
+    // Assess
+    expect(outcomes).toEqual([
+      'ProvisionedThroughputExceededException',
+      'ProvisionedThroughputExceededException',
+    ]);
+    expect(lines).toHaveLength(2);
+  });
+});
