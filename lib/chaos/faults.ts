@@ -224,3 +224,23 @@ export function paymentCrashPhases(config: FaultConfig): string[][] {
   if (config.faults.includes('payment-function-timeout')) phases.push(['hang:after-side-effect']);
   return phases;
 }
+
+/** Faults that crash or hang the cache invalidator (an order change must reach it). */
+export const INVALIDATOR_FAULTS: readonly FaultKind[] = [
+  'crash-during-invalidation',
+  'invalidator-function-timeout',
+];
+
+/** The configuration crashes or hangs the cache invalidator. */
+export function hitsInvalidator(config: FaultConfig): boolean {
+  return config.faults.some((f) => INVALIDATOR_FAULTS.includes(f));
+}
+
+/**
+ * Payment jobs a run holds back to send once a crash point is armed: one per payment crash point,
+ * and two for an invalidator crash (a capture's PAID transition is the order change that reaches
+ * it; the second goes out if the first did not make it fire).
+ */
+export function heldPaymentJobs(config: FaultConfig): number {
+  return paymentCrashPhases(config).length + (hitsInvalidator(config) ? 2 : 0);
+}

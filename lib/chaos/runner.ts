@@ -50,6 +50,9 @@ import {
 } from './checker';
 import {
   faultEvidence,
+  heldPaymentJobs,
+  hitsInvalidator,
+  INVALIDATOR_FAULTS,
   paymentCrashPhases,
   unfiredFaults,
   type FaultConfig,
@@ -381,13 +384,13 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     };
     const runStart = Date.now();
 
-    const phases = paymentCrashPhases(config);
+    const holdBack = heldPaymentJobs(config);
     const workload = makeWorkload({
       seed: plan.workloadSeed,
       jobs: opts.jobs,
       keys: opts.keys,
       runId,
-      minPayments: phases.length,
+      minPayments: holdBack,
     });
     const inventory = new DynamoDbInventoryStore(dynamodb, inventoryTable);
     for (const sku of workload.skus) await inventory.seed(sku, SEEDED_STOCK);
@@ -399,11 +402,12 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     });
 
     // Every copy of every job, shuffled by the seed. One payment job per payment crash point is
-    // held back and sent by that point once it is armed, so every crash point meets fresh work.
+    // held back and sent by that point once it is armed (two for an invalidator crash), so every
+    // crash point meets fresh work.
     // Half of the rest is sent at once (a burst: full batches, FIFO groups behind a failure), the
     // other half spread over the fault window, so work flows while every fault is on.
     const random = seededRandom(plan.workloadSeed ^ 0x5bd1e995);
-    const held = workload.jobs.filter((j) => j.type === 'payment.capture').slice(0, phases.length);
+    const held = workload.jobs.filter((j) => j.type === 'payment.capture').slice(0, holdBack);
     const sends = workload.jobs
       .filter((job) => !held.includes(job))
       .flatMap((job) => Array.from({ length: job.copies }, (_, copy) => ({ job, copy })));
@@ -638,6 +642,8 @@ async function injectFaults(
     platform.crashInvocations(invalidator, ['during-invalidation'], plan.crashes, UNTIL_REACHED);
   if (has('invalidator-function-timeout'))
     platform.crashInvocations(invalidator, ['hang:during-invalidation'], 1, UNTIL_REACHED);
+  // A capture now makes the order change that reaches the invalidator's armed point.
+  if (hitsInvalidator(config)) await feed();
   if (has('lost-ack')) for (const s of platform.sqsSources) s.loseAcks(plan.lostAcks);
   const sdk: string[] = [];
   if (has('ddb-throttle')) sdk.push(`ddb-throttle=${plan.throttleRate.toFixed(3)}`);
@@ -697,8 +703,16 @@ async function injectFaults(
   // A crash, lost ack or SDK fault that has not fired yet stays on a little longer (the
   // invalidator's crash point, for one, is past a Redis write): its run would prove nothing of it.
   const lateEnds = Date.now() + LATE_CAP_MS;
-  while (Date.now() < lateEnds && unfiredFaults(config, { ...fired, ...chaos.firedSoFar() }).length > 0)
+  let fedLate = false;
+  for (;;) {
+    const unfired = unfiredFaults(config, { ...fired, ...chaos.firedSoFar() });
+    if (unfired.length === 0 || Date.now() >= lateEnds) break;
+    if (!fedLate && unfired.some((f) => INVALIDATOR_FAULTS.includes(f))) {
+      fedLate = true;
+      await feed();
+    }
     await sleep(250);
+  }
   // Lift the rest.
   platform.crashInvocations(payment, [], 0);
   platform.crashInvocations(invalidator, [], 0);

@@ -3,6 +3,8 @@ import {
   FAULT_EVIDENCE,
   faultConfigNamed,
   faultEvidence,
+  heldPaymentJobs,
+  hitsInvalidator,
   paymentCrashPhases,
   unfiredFaults,
 } from '../../../lib/chaos/faults';
@@ -114,5 +116,24 @@ describe('Function: paymentCrashPhases', () => {
   it('when the payment function times out, its hang is a phase; faults elsewhere are none', () => {
     expect(paymentCrashPhases(faultConfigNamed('payment-timeout'))).toEqual([['hang:after-side-effect']]);
     expect(paymentCrashPhases(faultConfigNamed('redis-down+mid-invalidation'))).toEqual([]);
+  });
+});
+
+describe('Function: heldPaymentJobs', () => {
+  it('when a configuration arms crash points, one payment job is held per payment point and two for the invalidator', () => {
+    expect(heldPaymentJobs(faultConfigNamed('crashes-every-step'))).toBe(3);
+    expect(heldPaymentJobs(faultConfigNamed('crash-mid-invalidation'))).toBe(2);
+    expect(heldPaymentJobs(faultConfigNamed('invalidator-timeout'))).toBe(2);
+    expect(heldPaymentJobs(faultConfigNamed('everything'))).toBe(3);
+    expect(heldPaymentJobs(faultConfigNamed('ddb-timeout'))).toBe(0);
+  });
+
+  it('when only the invalidator is crashed or hung, hitsInvalidator says so', () => {
+    expect(FAULT_CONFIGS.filter(hitsInvalidator).map((c) => c.name)).toEqual([
+      'crash-mid-invalidation',
+      'invalidator-timeout',
+      'redis-down+mid-invalidation',
+      'everything',
+    ]);
   });
 });
