@@ -16,6 +16,7 @@ import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapter
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { createSqsJobRunner, type JobHandler } from '../../lib/adapters/aws/sqs-job-runner';
+import { crashHookFrom, type CrashHook } from '../../lib/adapters/crash';
 import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
@@ -48,6 +49,8 @@ export const InventoryConsumerEnvSchema = z.object({
   DEGRADE_FLAG: nonEmpty(),
   QUEUE_URL: z.url(),
   DLQ_URL: z.url(),
+  /** Crash points (the chaos suite and tests only, lib/adapters/crash.ts). */
+  TENANG_CRASH_POINTS: z.optional(z.string()),
 });
 export type InventoryConsumerEnv = z.infer<typeof InventoryConsumerEnvSchema>;
 
@@ -75,6 +78,8 @@ export interface InventoryConsumerDeps {
   readonly random?: Random;
   /** @default () => new Date() */
   readonly clock?: Clock;
+  /** @default noCrash */
+  readonly crash?: CrashHook;
 }
 
 /**
@@ -114,6 +119,7 @@ export function createHandler(
         leaseTtlMs: deps.leaseTtlMs ?? leaseTtlMs(deps.jobType),
         heartbeatMs: deps.heartbeatMs,
         every: deps.every,
+        crash: deps.crash,
       },
       job.payload,
     );
@@ -196,6 +202,7 @@ export function depsFromEnv(env: InventoryConsumerEnv, clients: InventoryClients
     locks: new DynamoDbLockStore(clients.dynamo, env.LOCKS_TABLE),
     inventory: new DynamoDbInventoryStore(clients.dynamo, env.INVENTORY_TABLE),
     isDegraded: () => flag.isDegraded(),
+    crash: crashHookFrom(env.TENANG_CRASH_POINTS),
   };
 }
 

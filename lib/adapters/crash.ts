@@ -13,6 +13,7 @@ export type CrashPoint =
   | 'after-commit'
   | 'before-invalidation'
   | 'during-invalidation'
+  | 'holding-lock'
   | 'before-enqueue';
 
 /** A crash hook; the core calls it at each point. */

@@ -13,6 +13,8 @@ export type FaultKind =
   | 'crash-before-side-effect'
   /** (2) killed after the provider charged, before the idempotency record and PAID commit. */
   | 'crash-after-side-effect'
+  /** (1) inventory consumer process killed holding the SKU's lease, before the stock write. */
+  | 'crash-holding-lock'
   /** (3) killed after the record completed with the transition, before the handler answered. */
   | 'crash-after-commit'
   /** (3) every consumer's poller loses the ack of a successful batch (no DeleteMessageBatch). */
@@ -37,6 +39,7 @@ export type FaultKind =
 /** The fault number of each kind. */
 export const FAULT_NUMBER: Readonly<Record<FaultKind, number>> = {
   'crash-before-side-effect': 1,
+  'crash-holding-lock': 1,
   'crash-after-side-effect': 2,
   'crash-after-commit': 3,
   'lost-ack': 3,
@@ -62,6 +65,7 @@ export const FAULT_CONFIGS: readonly FaultConfig[] = [
   { name: 'crash-before-effect', faults: ['crash-before-side-effect'] },
   { name: 'crash-after-effect', faults: ['crash-after-side-effect'] },
   { name: 'crash-after-commit', faults: ['crash-after-commit'] },
+  { name: 'crash-holding-lock', faults: ['crash-holding-lock'] },
   { name: 'lost-ack', faults: ['lost-ack'] },
   { name: 'crash-mid-invalidation', faults: ['crash-during-invalidation'] },
   { name: 'redis-down', faults: ['redis-down'] },
@@ -143,6 +147,7 @@ export function faultPlanArbitrary(): fc.Arbitrary<FaultPlan> {
  */
 export const FAULT_EVIDENCE: Readonly<Record<FaultKind, readonly string[]>> = {
   'crash-before-side-effect': ['crash:before-side-effect'],
+  'crash-holding-lock': ['crash:holding-lock'],
   'crash-after-side-effect': ['crash:after-side-effect'],
   'crash-after-commit': ['crash:after-commit'],
   'lost-ack': ['lost-ack'],
@@ -158,6 +163,7 @@ export const FAULT_EVIDENCE: Readonly<Record<FaultKind, readonly string[]>> = {
 
 const CRASH_KINDS: readonly FaultKind[] = [
   'crash-before-side-effect',
+  'crash-holding-lock',
   'crash-after-side-effect',
   'crash-after-commit',
   'crash-during-invalidation',
@@ -237,10 +243,17 @@ export function hitsInvalidator(config: FaultConfig): boolean {
 }
 
 /**
- * Payment jobs a run holds back to send once a crash point is armed: one per payment crash point,
- * and two for an invalidator crash (a capture's PAID transition is the order change that reaches
- * it; the second goes out if the first did not make it fire).
+ * Jobs a run holds back to send once a crash point is armed: a payment per payment crash point,
+ * two payments for an invalidator crash (a capture's PAID transition is the order change that
+ * reaches it) and two reservations for the inventory consumer's; the second of two goes out only
+ * if the first did not make the point fire.
  */
-export function heldPaymentJobs(config: FaultConfig): number {
-  return paymentCrashPhases(config).length + (hitsInvalidator(config) ? 2 : 0);
+export function heldJobs(config: FaultConfig): {
+  readonly 'payment.capture': number;
+  readonly 'inventory.reserve': number;
+} {
+  return {
+    'payment.capture': paymentCrashPhases(config).length + (hitsInvalidator(config) ? 2 : 0),
+    'inventory.reserve': config.faults.includes('crash-holding-lock') ? 2 : 0,
+  };
 }

@@ -50,7 +50,7 @@ import {
 } from './checker';
 import {
   faultEvidence,
-  heldPaymentJobs,
+  heldJobs,
   hitsInvalidator,
   INVALIDATOR_FAULTS,
   paymentCrashPhases,
@@ -384,13 +384,13 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     };
     const runStart = Date.now();
 
-    const holdBack = heldPaymentJobs(config);
+    const holdBack = heldJobs(config);
     const workload = makeWorkload({
       seed: plan.workloadSeed,
       jobs: opts.jobs,
       keys: opts.keys,
       runId,
-      minPayments: holdBack,
+      minimum: holdBack,
     });
     const inventory = new DynamoDbInventoryStore(dynamodb, inventoryTable);
     for (const sku of workload.skus) await inventory.seed(sku, SEEDED_STOCK);
@@ -401,15 +401,22 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       enqueued.set(job.id, await prepare(apiUrl, job));
     });
 
-    // Every copy of every job, shuffled by the seed. One payment job per payment crash point is
-    // held back and sent by that point once it is armed (two for an invalidator crash), so every
-    // crash point meets fresh work.
+    // Every copy of every job, shuffled by the seed. Jobs for the crash points (heldJobs) are held
+    // back and sent once their point is armed, so every crash point meets fresh work.
     // Half of the rest is sent at once (a burst: full batches, FIFO groups behind a failure), the
     // other half spread over the fault window, so work flows while every fault is on.
     const random = seededRandom(plan.workloadSeed ^ 0x5bd1e995);
-    const held = workload.jobs.filter((j) => j.type === 'payment.capture').slice(0, holdBack);
+    const held = {
+      'payment.capture': workload.jobs
+        .filter((j) => j.type === 'payment.capture')
+        .slice(0, holdBack['payment.capture']),
+      'inventory.reserve': workload.jobs
+        .filter((j) => j.type === 'inventory.reserve')
+        .slice(0, holdBack['inventory.reserve']),
+    };
+    const isHeld = (job: WorkloadJob): boolean => Object.values(held).some((jobs) => jobs.includes(job));
     const sends = workload.jobs
-      .filter((job) => !held.includes(job))
+      .filter((job) => !isHeld(job))
       .flatMap((job) => Array.from({ length: job.copies }, (_, copy) => ({ job, copy })));
     for (let i = sends.length - 1; i > 0; i -= 1) {
       const j = Math.floor(random() * (i + 1));
@@ -423,8 +430,8 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       if (e.type === 'payment.capture' && random() < 0.5)
         await callApi(apiUrl, 'GET', `/orders/${encodeURIComponent(e.orderId)}`);
     };
-    const feed = async (): Promise<void> => {
-      const job = held.shift();
+    const feed: Feed = async (type) => {
+      const job = held[type].shift();
       if (job === undefined) return;
       await Promise.all(Array.from({ length: job.copies }, (_, copy) => sendCopy({ job, copy })));
     };
@@ -439,10 +446,10 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       await sleep(sendsStart + (i + 1) * gapMs - Date.now());
       await sendCopy(item);
     }
-    // Payment jobs a crash point did not take (it fired on a retry before its turn) go out too.
     const fired = await faults;
-    // Payment jobs no crash point took (it fired on a retry before its turn) go out now.
-    while (held.length > 0) await feed();
+    // Held jobs no crash point took (it fired on a retry before their turn) go out now.
+    for (const type of ['payment.capture', 'inventory.reserve'] as const)
+      while (held[type].length > 0) await feed(type);
     const drained = await drain(chaos, sqs, queues, opts.drainDeadlineMs ?? 240_000);
     // A last read of a few orders, racing the final invalidations (C3).
     await sleep(INVALIDATION_LAG_MS);
@@ -566,6 +573,9 @@ async function sendWithRetry(
   );
 }
 
+/** Sends one held-back job of `type` (every copy of it), if any is left. */
+type Feed = (type: 'payment.capture' | 'inventory.reserve') => Promise<void>;
+
 /**
  * Crash points stay armed until reached: an invocation that never gets there (a duplicate, a
  * retry failing earlier, a batch while Redis is down) does not use up the plan's crashes.
@@ -596,7 +606,7 @@ async function injectFaults(
   poison: PoisonFact[],
   apiUrl: string,
   sqs: SQSClient,
-  feed: () => Promise<void>,
+  feed: Feed,
 ): Promise<Record<string, number>> {
   const { platform } = chaos;
   const has = (f: FaultKind): boolean => config.faults.includes(f);
@@ -643,7 +653,11 @@ async function injectFaults(
   if (has('invalidator-function-timeout'))
     platform.crashInvocations(invalidator, ['hang:during-invalidation'], 1, UNTIL_REACHED);
   // A capture now makes the order change that reaches the invalidator's armed point.
-  if (hitsInvalidator(config)) await feed();
+  if (hitsInvalidator(config)) await feed('payment.capture');
+  if (has('crash-holding-lock')) {
+    platform.crashInvocations(chaos.fn('inventory-consumer'), ['holding-lock'], plan.crashes, UNTIL_REACHED);
+    await feed('inventory.reserve');
+  }
   if (has('lost-ack')) for (const s of platform.sqsSources) s.loseAcks(plan.lostAcks);
   const sdk: string[] = [];
   if (has('ddb-throttle')) sdk.push(`ddb-throttle=${plan.throttleRate.toFixed(3)}`);
@@ -691,7 +705,7 @@ async function injectFaults(
     const evidence = (): number => chaos.firedSoFar()[key] ?? 0;
     const before = evidence();
     platform.crashInvocations(payment, points, point.startsWith('hang:') ? 1 : plan.crashes, UNTIL_REACHED);
-    await feed();
+    await feed('payment.capture');
     const ends = Date.now() + PHASE_CAP_MS;
     while (Date.now() < ends && evidence() === before) await sleep(200);
   }
@@ -707,15 +721,17 @@ async function injectFaults(
   for (;;) {
     const unfired = unfiredFaults(config, { ...fired, ...chaos.firedSoFar() });
     if (unfired.length === 0 || Date.now() >= lateEnds) break;
-    if (!fedLate && unfired.some((f) => INVALIDATOR_FAULTS.includes(f))) {
+    if (!fedLate) {
       fedLate = true;
-      await feed();
+      if (unfired.some((f) => INVALIDATOR_FAULTS.includes(f))) await feed('payment.capture');
+      if (unfired.includes('crash-holding-lock')) await feed('inventory.reserve');
     }
     await sleep(250);
   }
   // Lift the rest.
   platform.crashInvocations(payment, [], 0);
   platform.crashInvocations(invalidator, [], 0);
+  platform.crashInvocations(chaos.fn('inventory-consumer'), [], 0);
   for (const s of platform.sqsSources) s.loseAcks(0);
   for (const f of fns) platform.setFaults(f, f === inventoryFn ? 'trace-locks' : '');
   return fired;

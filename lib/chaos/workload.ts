@@ -42,10 +42,10 @@ export interface WorkloadOptions {
   /** Share of payment jobs; the rest split evenly. @default 0.4 */
   readonly paymentShare?: number;
   /**
-   * At least this many payment jobs (while there are jobs to turn into payments): the chaos
-   * runner holds one back for each payment crash point it arms. @default 0
+   * At least this many jobs of a type (while other jobs can be turned into it): the chaos runner
+   * holds some back to send once a crash point is armed. @default none
    */
-  readonly minPayments?: number;
+  readonly minimum?: Partial<Record<ChaosJobType, number>>;
 }
 
 /** A small, fast, seedable PRNG (mulberry32): the same seed gives the same workload. */
@@ -85,13 +85,16 @@ export function makeWorkload(opts: WorkloadOptions): Workload {
       amountMinor: 500 + Math.floor(random() * 49_500),
     });
   }
-  // Too few payments drawn: the last other jobs become payments (still deterministic per seed).
-  let payments = jobs.filter((j) => j.type === 'payment.capture').length;
-  for (let i = jobs.length - 1; i >= 0 && payments < (opts.minPayments ?? 0); i -= 1) {
-    const job = jobs[i];
-    if (job === undefined || job.type === 'payment.capture') continue;
-    jobs[i] = { ...job, type: 'payment.capture' };
-    payments += 1;
+  // Too few of a type drawn: the last jobs of a type with some to spare change type (still
+  // deterministic per seed).
+  const minimum = (type: ChaosJobType): number => opts.minimum?.[type] ?? 0;
+  const count = (type: ChaosJobType): number => jobs.filter((j) => j.type === type).length;
+  for (const type of CHAOS_JOB_TYPES) {
+    for (let i = jobs.length - 1; i >= 0 && count(type) < minimum(type); i -= 1) {
+      const job = jobs[i];
+      if (job === undefined || job.type === type || count(job.type) <= minimum(job.type)) continue;
+      jobs[i] = { ...job, type };
+    }
   }
   return { runId: opts.runId, seed: opts.seed, skus, jobs };
 }

@@ -99,6 +99,11 @@ export interface ReserveStockDeps {
   readonly heartbeatMs?: number;
   /** @default everyInterval */
   readonly every?: Every;
+  /**
+   * Called once the lease is held, before the stock write: where the chaos suite crashes the
+   * holder (a lease left behind, L2). @default never crashes
+   */
+  readonly crash?: (point: 'holding-lock') => void;
 }
 
 /**
@@ -119,6 +124,7 @@ export async function reserveStock(
       { ttlMs: deps.leaseTtlMs, heartbeatMs: deps.heartbeatMs, every: deps.every },
       async (held) => {
         if (held.signal.aborted) throw new LeaseLostError(`lease on ${resource} was lost before the write`);
+        deps.crash?.('holding-lock');
         const { fence } = held.current();
         try {
           return {

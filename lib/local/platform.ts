@@ -27,9 +27,9 @@ import { StreamEventSource } from './stream-event-source';
 /** Crash points armed on a function's next invocations. */
 interface ArmedCrashes {
   readonly points: readonly string[];
-  /** Invocations still to arm. */
+  /** Invocations still to arm, or (untilReached) crashes still to happen. */
   remaining: number;
-  /** An invocation that never reached a point gives its arming back. */
+  /** Count only the invocations that reached a point. */
   readonly untilReached?: boolean;
 }
 
@@ -225,22 +225,17 @@ export class LocalPlatform {
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
     const armed = this.crashes.get(functionName);
     const crashPoints = armed !== undefined && armed.remaining > 0 ? armed.points : undefined;
-    if (armed !== undefined && crashPoints !== undefined) {
+    if (armed !== undefined && crashPoints !== undefined && armed.untilReached !== true) {
       armed.remaining -= 1;
-      // An untilReached arming stays (at 0) until disarmed: an invocation may still give it back.
-      if (armed.remaining <= 0 && armed.untilReached !== true) this.crashes.delete(functionName);
+      if (armed.remaining <= 0) this.crashes.delete(functionName);
     }
     const result = await host.invoke(event, { crashPoints, faults: this.faults.get(functionName) });
-    // An invocation that ended without reaching a point gives its arming back when asked to,
-    // unless the arming was replaced or lifted meanwhile.
+    // An until-reached arming counts the invocations that got to a point (killed or hung there).
     const reached = result.status === 'crash' || result.status === 'timeout';
-    if (
-      crashPoints !== undefined &&
-      armed?.untilReached === true &&
-      !reached &&
-      this.crashes.get(functionName) === armed
-    )
-      armed.remaining += 1;
+    if (crashPoints !== undefined && armed?.untilReached === true && reached) {
+      armed.remaining -= 1;
+      if (armed.remaining <= 0 && this.crashes.get(functionName) === armed) this.crashes.delete(functionName);
+    }
     this.alarms.recordInvocation(functionName, result);
     return result;
   }
@@ -252,8 +247,9 @@ export class LocalPlatform {
 
   /**
    * The next `count` invocations of `functionName` crash at `points`; `count` 0 disarms. With
-   * `untilReached`, an invocation that ends without reaching a point (a duplicate, a retry that
-   * fails earlier) does not count: the next `count` times a point is reached, it crashes.
+   * `untilReached`, every invocation is armed until `count` of them reached a point (were killed
+   * or hung there): one that never gets there (a duplicate, a retry failing earlier) does not use
+   * up the arming, and invocations running side by side may all crash.
    */
   public crashInvocations(
     functionName: string,

@@ -3,7 +3,7 @@ import {
   FAULT_EVIDENCE,
   faultConfigNamed,
   faultEvidence,
-  heldPaymentJobs,
+  heldJobs,
   hitsInvalidator,
   paymentCrashPhases,
   unfiredFaults,
@@ -119,13 +119,15 @@ describe('Function: paymentCrashPhases', () => {
   });
 });
 
-describe('Function: heldPaymentJobs', () => {
-  it('when a configuration arms crash points, one payment job is held per payment point and two for the invalidator', () => {
-    expect(heldPaymentJobs(faultConfigNamed('crashes-every-step'))).toBe(3);
-    expect(heldPaymentJobs(faultConfigNamed('crash-mid-invalidation'))).toBe(2);
-    expect(heldPaymentJobs(faultConfigNamed('invalidator-timeout'))).toBe(2);
-    expect(heldPaymentJobs(faultConfigNamed('everything'))).toBe(3);
-    expect(heldPaymentJobs(faultConfigNamed('ddb-timeout'))).toBe(0);
+describe('Function: heldJobs', () => {
+  it('when a configuration arms crash points, a payment is held per payment point, two for the invalidator, two reservations for the lock holder', () => {
+    const held = (name: string) => heldJobs(faultConfigNamed(name));
+    expect(held('crashes-every-step')).toEqual({ 'payment.capture': 3, 'inventory.reserve': 0 });
+    expect(held('crash-mid-invalidation')).toEqual({ 'payment.capture': 2, 'inventory.reserve': 0 });
+    expect(held('invalidator-timeout')).toEqual({ 'payment.capture': 2, 'inventory.reserve': 0 });
+    expect(held('everything')).toEqual({ 'payment.capture': 3, 'inventory.reserve': 0 });
+    expect(held('crash-holding-lock')).toEqual({ 'payment.capture': 0, 'inventory.reserve': 2 });
+    expect(held('ddb-timeout')).toEqual({ 'payment.capture': 0, 'inventory.reserve': 0 });
   });
 
   it('when only the invalidator is crashed or hung, hitsInvalidator says so', () => {

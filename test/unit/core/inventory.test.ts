@@ -57,6 +57,39 @@ describe('Function: reserveStock', () => {
     expect((await locks.get(skuLockResource(SKU)))?.holder).toBeUndefined();
   });
 
+  it('when the crash hook is called, the lease is held and nothing is written yet', async () => {
+    // Prepare: the hook records what it sees, then dies as a crashed process would not return.
+    const { deps, store, locks } = fixture();
+    const seen: { point: string; holder: string | undefined; available: number | undefined }[] = [];
+    const died = new Error('process killed');
+    const crash = async (point: string): Promise<void> => {
+      seen.push({
+        point,
+        holder: (await locks.get(skuLockResource(SKU)))?.holder?.ownerToken,
+        available: (await store.get(SKU))?.available,
+      });
+    };
+    let pending: Promise<void> = Promise.resolve();
+
+    // Act
+    const error = await reserveStock(
+      {
+        ...deps,
+        crash: (point) => {
+          pending = crash(point);
+          throw died;
+        },
+      },
+      { sku: SKU, orderId: 'order-1', quantity: 3 },
+    ).catch((e: unknown) => e);
+    await pending;
+
+    // Assess
+    expect(error).toBe(died);
+    expect(seen).toEqual([{ point: 'holding-lock', holder: expect.any(String) as unknown, available: 10 }]);
+    expect((await store.get(SKU))?.reservations['order-1']).toBeUndefined();
+  });
+
   it('when the same order is reserved twice, it reports a duplicate and decrements once', async () => {
     // Prepare
     const { deps, store } = fixture();
