@@ -1,9 +1,9 @@
 /**
  * Runs the chaos suite on the local platform: one platform (with a redis-server of its own, so
  * "Redis down" is a real process stopped) for many runs; each run enqueues its seeded workload,
- * injects its configuration's faults while the workload is in flight, lifts them, waits for a
- * full drain with a deadline, reads the facts from the sources of truth and hands them to the
- * checker.
+ * injects its configuration's faults while the workload is in flight (and keeps work flowing
+ * while they are on, so each of them fires), lifts them, waits for a full drain with a deadline,
+ * reads the facts from the sources of truth and hands them to the checker.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -594,8 +594,10 @@ const LATE_CAP_MS = 20_000;
 
 /**
  * Injects the configuration's faults and lifts them after the plan's window, or once each has
- * fired (within LATE_CAP_MS); resolves with the window markers. `feed` sends one held-back payment
- * job: each payment crash point calls it once armed.
+ * fired (within LATE_CAP_MS); resolves with the window markers. `feed` sends one held-back job:
+ * each payment crash point sends a capture once armed, the invalidator's crash a capture (whose
+ * PAID transition reaches it), the lock holder's crash a reservation; one more goes out past the
+ * window for a crash still unfired.
  */
 async function injectFaults(
   chaos: ChaosPlatform,
