@@ -48,6 +48,7 @@ import {
   type PaymentProvider,
   type StagedTransition,
 } from '../../lib/core/payment';
+import { waitDeferSeconds } from '../../lib/core/deferral';
 import type { Clock } from '../../lib/core/ports';
 
 /** Powertools service name of this function. */
@@ -164,6 +165,7 @@ export function createHandler(
   deps: PaymentConsumerDeps,
 ): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const clock = deps.clock ?? ((): Date => new Date());
+  const random = deps.random ?? Math.random;
   const crash = deps.crash ?? noCrash;
   const config = new IdempotencyConfig({
     eventKeyJmesPath: 'idempotencyKey',
@@ -208,6 +210,24 @@ export function createHandler(
     try {
       stored = await capture(request, job);
     } catch (error) {
+      const inProgressUntil =
+        error instanceof IdempotencyAlreadyInProgressError
+          ? deps.persistence.inProgressExpiryOf(request)
+          : undefined;
+      if (inProgressUntil !== undefined) {
+        // Another delivery holds the record, or held it and ended without completing or releasing
+        // it (its completion's answer never came). Retrying with backoff before the record's
+        // in-progress expiry only spends attempts: wait for it, then the claim is ours.
+        const waitMs = inProgressUntil - clock().getTime();
+        ctx.logger.info('another delivery of this job is in progress; waiting for its in-progress expiry', {
+          waitMs,
+        });
+        return {
+          kind: 'deferred',
+          delaySeconds: waitDeferSeconds(waitMs, random),
+          reason: 'another delivery of this job is in progress',
+        };
+      }
       const domain = toDomainError(error);
       if (domain instanceof OrderAlreadyPaidError) {
         ctx.logger.info('order already paid; nothing charged', {
@@ -245,7 +265,7 @@ export function createHandler(
     logger: deps.logger,
     metrics: deps.metrics,
     handle,
-    random: deps.random,
+    random,
     now: clock,
   });
 }

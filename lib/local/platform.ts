@@ -24,10 +24,13 @@ import { provisionIntoEmulator, type Provisioned } from './provision';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
 
+/** The line the crash hook prints when an invocation reaches an armed point (lib/adapters/crash.ts). */
+const INJECTED_POINT = /\[tenang\] injected (crash|hang) at /;
+
 /** Crash points armed on a function's next invocations. */
 interface ArmedCrashes {
   readonly points: readonly string[];
-  /** Invocations still to arm, or (untilReached) crashes still to happen. */
+  /** Invocations still to arm, or (untilReached) points still to be reached. */
   remaining: number;
   /** Count only the invocations that reached a point. */
   readonly untilReached?: boolean;
@@ -157,6 +160,7 @@ export class LocalPlatform {
       });
       const userOutput = opts.onFunctionOutput ?? ((): void => undefined);
       const output = (line: string, fn: string): void => {
+        if (INJECTED_POINT.test(line)) platform?.pointReached(fn);
         alarms.recordOutput(line, fn);
         userOutput(line, fn);
       };
@@ -230,12 +234,6 @@ export class LocalPlatform {
       if (armed.remaining <= 0) this.crashes.delete(functionName);
     }
     const result = await host.invoke(event, { crashPoints, faults: this.faults.get(functionName) });
-    // An until-reached arming counts the invocations that got to a point (killed or hung there).
-    const reached = result.status === 'crash' || result.status === 'timeout';
-    if (crashPoints !== undefined && armed?.untilReached === true && reached) {
-      armed.remaining -= 1;
-      if (armed.remaining <= 0 && this.crashes.get(functionName) === armed) this.crashes.delete(functionName);
-    }
     this.alarms.recordInvocation(functionName, result);
     return result;
   }
@@ -245,11 +243,20 @@ export class LocalPlatform {
     this.crashInvocations(functionName, points, 1);
   }
 
+  /** An invocation of `functionName` printed that it reached an armed point: an until-reached arming counts it. */
+  private pointReached(functionName: string): void {
+    const armed = this.crashes.get(functionName);
+    if (armed?.untilReached !== true) return;
+    armed.remaining -= 1;
+    if (armed.remaining <= 0) this.crashes.delete(functionName);
+  }
+
   /**
    * The next `count` invocations of `functionName` crash at `points`; `count` 0 disarms. With
-   * `untilReached`, every invocation is armed until `count` of them reached a point (were killed
-   * or hung there): one that never gets there (a duplicate, a retry failing earlier) does not use
-   * up the arming, and invocations running side by side may all crash.
+   * `untilReached`, every invocation is armed until `count` of them reached a point (counted when
+   * the function prints "injected crash/hang at", before it dies or hangs): one that never gets
+   * there (a duplicate, a retry failing earlier) does not use up the arming. Invocations already
+   * running when the count is reached keep their arming.
    */
   public crashInvocations(
     functionName: string,

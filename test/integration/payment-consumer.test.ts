@@ -51,6 +51,7 @@ const OUTCOME_METRICS: readonly string[] = [
   METRIC.jobRetried,
   METRIC.jobFailedPermanently,
   METRIC.jobBug,
+  METRIC.jobDeferred,
 ];
 
 let consumer: typeof PaymentConsumerModule;
@@ -188,10 +189,34 @@ function loseAnswerOfTransaction(client: DynamoDBClient, n: number): () => numbe
   return () => seen;
 }
 
+/**
+ * Makes the `n`-th TransactWriteItems command (from 0) of `client` fail on every attempt with a
+ * throttle that the SDK's retries cannot overcome: the job's outcome is unknown to the consumer.
+ */
+function throttleTransaction(client: DynamoDBClient, n: number): void {
+  let seen = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'TransactWriteItemsCommand' && seen++ === n) {
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput (the test)'), {
+          name: 'ProvisionedThroughputExceededException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+        });
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'throttleTransaction' },
+  );
+}
+
 /** A consumer over its own clients, as one Lambda instance would have. */
-function newConsumer(opts: { random?: Random; loseAnswerOfTransaction?: number } = {}): Consumer {
+function newConsumer(
+  opts: { random?: Random; loseAnswerOfTransaction?: number; throttleTransaction?: number } = {},
+): Consumer {
   const client = dynamoClient();
   clients.push(client);
+  if (opts.throttleTransaction !== undefined) throttleTransaction(client, opts.throttleTransaction);
   const transactionRequests =
     opts.loseAnswerOfTransaction === undefined
       ? () => Number.NaN
@@ -516,6 +541,45 @@ describe('Function: payment-consumer handler (integration)', () => {
         expect(await queueDepth(queueUrl)).toEqual({ visible: '0', inFlight: '0' });
       },
     );
+  });
+
+  describe('A completion whose outcome is unknown (I4)', () => {
+    it('when the completing transaction fails for good, the redelivery waits for the record’s in-progress expiry instead of spending attempts, then completes once', async () => {
+      // Prepare: the capture charges; its completion is throttled on every attempt, so the
+      // INPROGRESS record stays until the invocation's deadline (4 s here).
+      const orderId = uniqueName('order');
+      const paymentId = uniqueName('pay');
+      await seedOrder(orderId);
+      await send(captureJob(orderId, paymentId), orderId);
+      const first = newConsumer({ throttleTransaction: 1, random: () => 0 });
+      await runBatch(first, await receiveSqsEventOf(sqs, queueUrl, 1), 4_000);
+      const inProgress = await idempotencyRecord(paymentId);
+
+      // Act 1: the redelivery (backoff 0 s) finds the INPROGRESS record.
+      const second = newConsumer({ random: () => 0 });
+      const redelivered = await receiveSqsEventOf(sqs, queueUrl, 1);
+      const answer = await runBatch(second, redelivered);
+      const waitedS = second.visibilityChanges.map((v) => v.VisibilityTimeout);
+
+      // Act 2: once the record expired, the next delivery claims and completes it.
+      const expiry = Number(inProgress?.in_progress_expiration);
+      await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now()) + 200));
+      const third = newConsumer();
+      await runBatch(third, await receiveSqsEventOf(sqs, queueUrl, 1, { deadlineMs: 10_000 }));
+
+      // Assess
+      expect(first.outcomes()).toEqual([METRIC.jobRetried]);
+      expect(inProgress).toMatchObject({ status: 'INPROGRESS' });
+      expect(second.outcomes()).toEqual([METRIC.jobDeferred]);
+      expect(answer.batchItemFailures).toHaveLength(1);
+      expect(waitedS).toHaveLength(1);
+      expect(waitedS[0]).toBeGreaterThanOrEqual(Math.floor((expiry - Date.now()) / 1000));
+      expect(third.outcomes()).toEqual([METRIC.jobSucceeded]);
+      const charges = ledgerFor(paymentId);
+      expect(charges).toHaveLength(1);
+      expect(await readOrder(orderId)).toMatchObject({ state: 'PAID', version: 1, chargeId: charges[0]?.id });
+      expect(await queueDepth(dlqUrl)).toEqual({ visible: '0', inFlight: '0' });
+    });
   });
 
   describe('Permanent errors (R1, R3, D3)', () => {

@@ -109,6 +109,8 @@ interface JobStaging {
   /** The precondition was checked in the write of the current INPROGRESS record. */
   held: boolean;
   write?: StagedWrite;
+  /** The record that refused this job's claim (it exists: a duplicate or a delivery in progress). */
+  found?: IdempotencyRecord;
 }
 
 /** Reasons DynamoDB gives for cancelling a transaction that a retry can overcome. */
@@ -212,6 +214,17 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     };
   }
 
+  /**
+   * When the INPROGRESS record that refused the claim of `data` expires (epoch ms): Powertools'
+   * in-progress error does not carry it. Undefined when the claim was not refused by one.
+   */
+  public inProgressExpiryOf(data: JSONValue): number | undefined {
+    const found = this.jobs.get(this.getHashedIdempotencyKey(data))?.found;
+    return found?.getStatus() === IdempotencyRecordStatus.INPROGRESS
+      ? found.inProgressExpiryTimestamp
+      : undefined;
+  }
+
   /** Whether the precondition staged for `data` held when its INPROGRESS record was written. */
   public preconditionHeld(data: JSONValue): boolean {
     return this.jobs.get(this.getHashedIdempotencyKey(data))?.held === true;
@@ -258,9 +271,10 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       // Nothing was written. The record's own condition comes first: a duplicate is answered
       // from its record, as Powertools answers it, whatever the precondition says.
       if (own?.Code === 'ConditionalCheckFailed') {
+        job.found = this.existingRecord(own.Item);
         throw new IdempotencyItemAlreadyExistsError(
           `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
-          this.existingRecord(own.Item),
+          job.found,
           { cause: error },
         );
       }
