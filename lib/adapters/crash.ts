@@ -16,6 +16,12 @@ export type CrashPoint =
   | 'holding-lock'
   | 'before-enqueue';
 
+/**
+ * The line the hook prints when an armed point is reached, before it kills or hangs the process
+ * (group 1: crash or hang, group 2: the point); the local platform and the chaos suite read it.
+ */
+export const INJECTED_POINT_LINE = /\[tenang\] injected (crash|hang) at ([a-z-]+)/;
+
 /** A crash hook; the core calls it at each point. */
 export type CrashHook = (point: CrashPoint) => void;
 

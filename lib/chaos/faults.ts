@@ -6,6 +6,7 @@
  * 5xx; (8) function timeout.
  */
 import fc from 'fast-check';
+import { INJECTED_POINT_LINE } from '../adapters/crash';
 
 /** One fault the runner knows how to inject. */
 export type FaultKind =
@@ -205,7 +206,7 @@ export function faultEvidence(
     fired[key] = (fired[key] ?? 0) + 1;
   };
   for (const l of functions) {
-    const m = /injected (crash|hang) at ([a-z-]+)/.exec(l.line);
+    const m = INJECTED_POINT_LINE.exec(l.line);
     if (m !== null) bump(`${m[1]}:${m[2]}`);
     const f = /\[tenang-trace\] fault ([a-z-]+)/.exec(l.line);
     if (f !== null) bump(f[1] ?? '?');

@@ -406,13 +406,11 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     // Half of the rest is sent at once (a burst: full batches, FIFO groups behind a failure), the
     // other half spread over the fault window, so work flows while every fault is on.
     const random = seededRandom(plan.workloadSeed ^ 0x5bd1e995);
+    const holdOf = (type: HeldType): WorkloadJob[] =>
+      workload.jobs.filter((j) => j.type === type).slice(0, holdBack[type]);
     const held = {
-      'payment.capture': workload.jobs
-        .filter((j) => j.type === 'payment.capture')
-        .slice(0, holdBack['payment.capture']),
-      'inventory.reserve': workload.jobs
-        .filter((j) => j.type === 'inventory.reserve')
-        .slice(0, holdBack['inventory.reserve']),
+      'payment.capture': holdOf('payment.capture'),
+      'inventory.reserve': holdOf('inventory.reserve'),
     };
     const isHeld = (job: WorkloadJob): boolean => Object.values(held).some((jobs) => jobs.includes(job));
     const sends = workload.jobs
@@ -448,8 +446,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     }
     const fired = await faults;
     // Held jobs no crash point took (it fired on a retry before their turn) go out now.
-    for (const type of ['payment.capture', 'inventory.reserve'] as const)
-      while (held[type].length > 0) await feed(type);
+    for (const type of HELD_TYPES) while (held[type].length > 0) await feed(type);
     const drained = await drain(chaos, sqs, queues, opts.drainDeadlineMs ?? 240_000);
     // A last read of a few orders, racing the final invalidations (C3).
     await sleep(INVALIDATION_LAG_MS);
@@ -573,8 +570,12 @@ async function sendWithRetry(
   );
 }
 
+/** Job types held back for crash points (heldJobs). */
+const HELD_TYPES = ['payment.capture', 'inventory.reserve'] as const;
+type HeldType = (typeof HELD_TYPES)[number];
+
 /** Sends one held-back job of `type` (every copy of it), if any is left. */
-type Feed = (type: 'payment.capture' | 'inventory.reserve') => Promise<void>;
+type Feed = (type: HeldType) => Promise<void>;
 
 /**
  * Crash points stay armed until reached: an invocation that never gets there (a duplicate, a

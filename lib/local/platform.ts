@@ -15,6 +15,7 @@ import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AlarmEvaluator, type AlarmEvaluatorDeps } from './alarm-evaluator';
 import { queueNameFromUrl } from '../adapters/aws/deployment';
 import { readLocalDeployment, type LocalDeployment } from './deployment';
+import { INJECTED_POINT_LINE } from '../adapters/crash';
 import { startLocalEnv, type LocalEnv } from './env';
 import { startFakeProvider, type FakeProvider } from './fake-provider';
 import { FunctionHost, type InvokeResult } from './function-host';
@@ -23,9 +24,6 @@ import { startLambdaControl, type LambdaControl } from './lambda-control';
 import { provisionIntoEmulator, type Provisioned } from './provision';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
-
-/** The line the crash hook prints when an invocation reaches an armed point (lib/adapters/crash.ts). */
-const INJECTED_POINT = /\[tenang\] injected (crash|hang) at /;
 
 /** Crash points armed on a function's next invocations. */
 interface ArmedCrashes {
@@ -160,7 +158,7 @@ export class LocalPlatform {
       });
       const userOutput = opts.onFunctionOutput ?? ((): void => undefined);
       const output = (line: string, fn: string): void => {
-        if (INJECTED_POINT.test(line)) platform?.pointReached(fn);
+        if (INJECTED_POINT_LINE.test(line)) platform?.pointReached(fn);
         alarms.recordOutput(line, fn);
         userOutput(line, fn);
       };
@@ -228,8 +226,9 @@ export class LocalPlatform {
     const host = this.hosts.get(functionName);
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
     const armed = this.crashes.get(functionName);
-    const crashPoints = armed !== undefined && armed.remaining > 0 ? armed.points : undefined;
-    if (armed !== undefined && crashPoints !== undefined && armed.untilReached !== true) {
+    // An arming is deleted when its count is spent, so one found here still has some left.
+    const crashPoints = armed?.points;
+    if (armed !== undefined && armed.untilReached !== true) {
       armed.remaining -= 1;
       if (armed.remaining <= 0) this.crashes.delete(functionName);
     }

@@ -339,6 +339,14 @@ async function idempotencyRecord(paymentId: string): Promise<Record<string, unkn
   return Item;
 }
 
+/** The payment was charged exactly once and the order is PAID with that charge, its record COMPLETED. */
+async function expectCapturedOnce(orderId: string, paymentId: string): Promise<void> {
+  const charges = ledgerFor(paymentId);
+  expect(charges).toHaveLength(1);
+  expect(await readOrder(orderId)).toMatchObject({ state: 'PAID', version: 1, chargeId: charges[0]?.id });
+  expect(await idempotencyRecord(paymentId)).toMatchObject({ status: 'COMPLETED' });
+}
+
 async function queueDepth(url: string): Promise<{ visible: string; inFlight: string }> {
   const { Attributes = {} } = await sqs.send(
     new GetQueueAttributesCommand({
@@ -486,14 +494,7 @@ describe('Function: payment-consumer handler (integration)', () => {
       expect(healthy.outcomes()).toEqual([METRIC.jobSucceeded]);
       // The replay reached the provider, which answered from its idempotency store.
       expect(provider.requestCount()).toBe(requestsBefore + 2);
-      const charges = ledgerFor(paymentId);
-      expect(charges).toHaveLength(1);
-      expect(await readOrder(orderId)).toMatchObject({
-        state: 'PAID',
-        version: 1,
-        chargeId: charges[0]?.id,
-      });
-      expect(await idempotencyRecord(paymentId)).toMatchObject({ status: 'COMPLETED' });
+      await expectCapturedOnce(orderId, paymentId);
     });
   });
 
@@ -529,14 +530,7 @@ describe('Function: payment-consumer handler (integration)', () => {
         expect(c.outcomes()).toEqual([METRIC.jobSucceeded]);
         expect(c.calls.calls()).toEqual(commands);
         expect(c.transactionRequests()).toBe(3);
-        const charges = ledgerFor(paymentId);
-        expect(charges).toHaveLength(1);
-        expect(await readOrder(orderId)).toMatchObject({
-          state: 'PAID',
-          version: 1,
-          chargeId: charges[0]?.id,
-        });
-        expect(await idempotencyRecord(paymentId)).toMatchObject({ status: 'COMPLETED' });
+        await expectCapturedOnce(orderId, paymentId);
         expect(await queueDepth(dlqUrl)).toEqual({ visible: '0', inFlight: '0' });
         expect(await queueDepth(queueUrl)).toEqual({ visible: '0', inFlight: '0' });
       },
@@ -558,11 +552,12 @@ describe('Function: payment-consumer handler (integration)', () => {
       // Act 1: the redelivery (backoff 0 s) finds the INPROGRESS record.
       const second = newConsumer({ random: () => 0 });
       const redelivered = await receiveSqsEventOf(sqs, queueUrl, 1);
+      const expiry = Number(inProgress?.in_progress_expiration);
+      const leftMs = expiry - Date.now();
       const answer = await runBatch(second, redelivered);
       const waitedS = second.visibilityChanges.map((v) => v.VisibilityTimeout);
 
       // Act 2: once the record expired, the next delivery claims and completes it.
-      const expiry = Number(inProgress?.in_progress_expiration);
       await new Promise((r) => setTimeout(r, Math.max(0, expiry - Date.now()) + 200));
       const third = newConsumer();
       await runBatch(third, await receiveSqsEventOf(sqs, queueUrl, 1, { deadlineMs: 10_000 }));
@@ -573,11 +568,11 @@ describe('Function: payment-consumer handler (integration)', () => {
       expect(second.outcomes()).toEqual([METRIC.jobDeferred]);
       expect(answer.batchItemFailures).toHaveLength(1);
       expect(waitedS).toHaveLength(1);
-      expect(waitedS[0]).toBeGreaterThanOrEqual(Math.floor((expiry - Date.now()) / 1000));
+      // The message is held until the record expires (a backoff with random 0 would be 0 s).
+      expect(leftMs).toBeGreaterThan(1_000);
+      expect(waitedS[0]).toBeGreaterThanOrEqual(Math.floor(leftMs / 1000));
       expect(third.outcomes()).toEqual([METRIC.jobSucceeded]);
-      const charges = ledgerFor(paymentId);
-      expect(charges).toHaveLength(1);
-      expect(await readOrder(orderId)).toMatchObject({ state: 'PAID', version: 1, chargeId: charges[0]?.id });
+      await expectCapturedOnce(orderId, paymentId);
       expect(await queueDepth(dlqUrl)).toEqual({ visible: '0', inFlight: '0' });
     });
   });

@@ -1,4 +1,4 @@
-import { crashHookFrom, noCrash, type CrashPoint } from '../../../lib/adapters/crash';
+import { crashHookFrom, INJECTED_POINT_LINE, noCrash, type CrashPoint } from '../../../lib/adapters/crash';
 
 const ALL_POINTS: readonly CrashPoint[] = [
   'before-side-effect',
@@ -64,6 +64,23 @@ describe('Function: crashHookFrom', () => {
     expect(stderr).toHaveBeenCalledWith('[tenang] injected crash at during-invalidation\n');
     expect(kill).toHaveBeenCalledTimes(1);
     expect(stderr.mock.invocationCallOrder[0]).toBeLessThan(kill.mock.invocationCallOrder[0] as number);
+  });
+
+  it('when it kills or hangs, the line it prints is the one INJECTED_POINT_LINE reads (the platform counts on it)', () => {
+    // Prepare
+    const stderr = captureStderr();
+    const hook = crashHookFrom('holding-lock,hang:after-commit', jest.fn(), jest.fn());
+
+    // Act
+    hook('holding-lock');
+    hook('after-commit');
+
+    // Assess
+    const read = stderr.mock.calls.map(([line]) => INJECTED_POINT_LINE.exec(String(line))?.slice(1, 3));
+    expect(read).toEqual([
+      ['crash', 'holding-lock'],
+      ['hang', 'after-commit'],
+    ]);
   });
 
   it('when a listed name is not a crash point, it never kills', () => {
