@@ -13,12 +13,21 @@ export const QUEUE_DEFAULTS = {
   enforceSSL: true,
 } as const satisfies Partial<sqs.QueueProps>;
 
+/**
+ * What happens to a named resource that holds data (tables, log groups) when its stack lets go
+ * of it: kept on update and delete, but deleted when the create that made it fails
+ * (CloudFormation `DeletionPolicy: RetainExceptOnCreate`). With plain `Retain`, a failed first
+ * deploy leaves the fixed-name table or log group behind and every retry stops on "already
+ * exists" (the Tenang-X-RetainOnCreate rule checks it).
+ */
+export const DATA_REMOVAL_POLICY = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE;
+
 /** Table defaults: on-demand, encrypted, point-in-time recovery, kept on stack deletion. */
 export const TABLE_DEFAULTS = {
   billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
   encryption: dynamodb.TableEncryption.AWS_MANAGED,
   pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-  removalPolicy: RemovalPolicy.RETAIN,
+  removalPolicy: DATA_REMOVAL_POLICY,
 } as const satisfies Partial<dynamodb.TableProps>;
 
 /** Lets CommonJS code inside an ESM bundle call require(). */

@@ -7,7 +7,7 @@
  * a pause that outlives its expiry alarms by itself, and DLQ or on-failure depth alarms are
  * never suppressed: a message there needs a person whether or not the consumer is paused.
  */
-import { Duration } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -29,6 +29,10 @@ import {
 import { validateProps } from './validation';
 
 /** Runbook files (runbooks/<name>.md) that alarms name, besides each consumer's own. */
+/** Retry rate (%) of a job type from its retried (r), succeeded (s) and permanently failed (p) counts. */
+export const RETRY_RATE_EXPRESSION =
+  'IF(FILL(r, 0) + FILL(s, 0) + FILL(p, 0) > 0, 100 * FILL(r, 0) / (FILL(r, 0) + FILL(s, 0) + FILL(p, 0)), 0)';
+
 export const RUNBOOK = {
   backlog: 'backlog',
   dlq: 'dlq-not-empty',
@@ -127,6 +131,31 @@ export class Observability extends Construct {
       masterKey: key,
       enforceSSL: true,
     });
+    // enforceSSL makes CDK write an AWS::SNS::TopicPolicy, which replaces the topic's default
+    // policy: without this statement it holds only the TLS Deny, nothing lets CloudWatch publish,
+    // and every alarm action fails ("is not authorized to perform: SNS:Publish"), seen only in
+    // the alarm history. Scoped to this account's alarms (aws:SourceAccount, aws:SourceArn), as
+    // the SNS documentation advises for service principals.
+    const stack = Stack.of(this);
+    this.topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'CloudWatchAlarmsPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': stack.account },
+          ArnLike: {
+            'aws:SourceArn': stack.formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: '*',
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
+          },
+        },
+      }),
+    );
     for (const email of props.alarmEmails ?? [])
       this.topic.addSubscription(new subs.EmailSubscription(email));
     this.action = new actions.SnsAction(this.topic);
@@ -255,7 +284,9 @@ export class Observability extends Construct {
     });
     const retryRate = this.alarm(`${j.consumer}-retry-rate`, {
       metric: new cloudwatch.MathExpression({
-        expression: '100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])',
+        // IF as CloudWatch's metric math documents it (a scalar inside MAX's array is not):
+        // no attempts in a period is a 0 % retry rate, not a division by zero.
+        expression: RETRY_RATE_EXPRESSION,
         usingMetrics: {
           r: this.customMetric(METRIC.jobRetried, service, 'Sum'),
           s: this.customMetric(METRIC.jobSucceeded, service, 'Sum'),

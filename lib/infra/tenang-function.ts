@@ -6,7 +6,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import * as fs from 'node:fs';
-import { FUNCTION_DEFAULTS, LOG_RETENTION, powertoolsEnvironment } from './defaults';
+import { DATA_REMOVAL_POLICY, FUNCTION_DEFAULTS, LOG_RETENTION, powertoolsEnvironment } from './defaults';
 import { environmentProblems, validateProps } from './validation';
 
 /** Where a function runs in a VPC. */
@@ -67,6 +67,7 @@ export class TenangFunction extends Construct {
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       logGroupName: `/aws/lambda/${functionName}`,
       retention: props.logRetention ?? LOG_RETENTION,
+      removalPolicy: DATA_REMOVAL_POLICY,
     });
     // An explicit role: log writes scoped to this function's log group, no AWS managed policy.
     const role = new iam.Role(this, 'Role', {

@@ -125,8 +125,13 @@ export class WorkerQueue extends Construct {
       enabled: props.eventSourceEnabled ?? true,
     });
     fn.addEventSource(this.eventSource);
-    // Permanent errors go to the DLQ at once, with their error class (R1, X2).
+    // Permanent errors go to the DLQ at once, with their error class.
     this.deadLetterQueue.grantSendMessages(fn);
+    // A standard queue's deferral (busy lease, degrade mode, open circuit, rate limit) re-sends
+    // the job to this queue with a delay (sqs-job-runner's defer): without the grant it is
+    // AccessDenied on AWS. FIFO deferrals hold the message with ChangeMessageVisibility, which
+    // the consume grant covers.
+    if (!fifo) this.queue.grantSendMessages(fn);
     this.expiredQueue?.grantSendMessages(fn);
   }
 }

@@ -326,7 +326,10 @@ export class OldestMessageTracker {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Metric math: + - * / FILL MAX, the subset tenang's alarms use
+// Metric math: + - * / FILL MAX IF and comparisons, the subset tenang's alarms use. Only forms
+// CloudWatch's metric math documentation states are accepted: MAX takes an array of time
+// series (a bare number inside it is not documented, so it is refused here rather than
+// forgiven), IF(condition, trueValue, falseValue) takes a comparison of series and scalars.
 
 /** A parsed metric math expression. */
 export type MathNode =
@@ -339,14 +342,24 @@ export type MathNode =
       readonly left: MathNode;
       readonly right: MathNode;
     }
-  | { readonly kind: 'call'; readonly fn: 'FILL' | 'MAX'; readonly args: readonly MathNode[] }
+  | {
+      readonly kind: 'compare';
+      readonly op: ComparisonOperator;
+      readonly left: MathNode;
+      readonly right: MathNode;
+    }
+  | { readonly kind: 'call'; readonly fn: 'FILL' | 'MAX' | 'IF'; readonly args: readonly MathNode[] }
   | { readonly kind: 'list'; readonly items: readonly MathNode[] };
 
-const MATH_FUNCTIONS = new Set(['FILL', 'MAX']);
+/** Metric math's comparison operators (1 where true, 0 where false). */
+type ComparisonOperator = '>' | '<' | '>=' | '<=' | '==' | '!=';
+const MATH_COMPARISONS: ReadonlySet<string> = new Set(['>', '<', '>=', '<=', '==', '!=']);
+
+const MATH_FUNCTIONS = new Set(['FILL', 'MAX', 'IF']);
 
 function tokenizeMath(expression: string): string[] {
   const tokens: string[] = [];
-  const pattern = /\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[A-Za-z_][A-Za-z0-9_]*|[-+*/()[\],])/y;
+  const pattern = /\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[A-Za-z_][A-Za-z0-9_]*|[<>=!]=|[<>]|[-+*/()[\],])/y;
   let index = 0;
   while (index < expression.length) {
     if (/^\s*$/.test(expression.slice(index))) break;
@@ -362,7 +375,7 @@ function tokenizeMath(expression: string): string[] {
   return tokens;
 }
 
-/** Parses a metric math expression; anything beyond + - * / FILL(x, n) MAX([...]) fails loudly. */
+/** Parses a metric math expression; anything beyond + - * / FILL(x, n) MAX([...]) IF(c, a, b) fails loudly. */
 export function parseMathExpression(expression: string): MathNode {
   const tokens = tokenizeMath(expression);
   let pos = 0;
@@ -374,6 +387,14 @@ export function parseMathExpression(expression: string): MathNode {
     if (tokens[pos] !== token)
       fail(`expected "${token}" at token ${pos + 1}, found "${tokens[pos] ?? 'end'}"`);
     pos += 1;
+  };
+  /** A comparison (only as IF's condition) or a sum. */
+  const comparison = (): MathNode => {
+    const left = sum();
+    const op = peek();
+    if (op === undefined || !MATH_COMPARISONS.has(op)) return left;
+    pos += 1;
+    return { kind: 'compare', op: op as ComparisonOperator, left, right: sum() };
   };
   const sum = (): MathNode => {
     let node = product();
@@ -401,10 +422,10 @@ export function parseMathExpression(expression: string): MathNode {
   const list = (close: string): MathNode[] => {
     const items: MathNode[] = [];
     if (peek() !== close) {
-      items.push(sum());
+      items.push(comparison());
       while (peek() === ',') {
         pos += 1;
-        items.push(sum());
+        items.push(comparison());
       }
     }
     expect(close);
@@ -423,9 +444,9 @@ export function parseMathExpression(expression: string): MathNode {
     if (/^[A-Za-z_]/.test(token)) {
       if (peek() !== '(') return { kind: 'id', name: token };
       if (!MATH_FUNCTIONS.has(token))
-        return fail(`function ${token} is not supported locally (only FILL, MAX)`);
+        return fail(`function ${token} is not supported locally (only FILL, MAX, IF)`);
       pos += 1;
-      return { kind: 'call', fn: token as 'FILL' | 'MAX', args: list(')') };
+      return { kind: 'call', fn: token as 'FILL' | 'MAX' | 'IF', args: list(')') };
     }
     return fail(`unexpected "${token}"`);
   };
@@ -449,7 +470,17 @@ function validateMath(node: MathNode, expression: string): void {
       return validateMath(node.right, expression);
     case 'list':
       return fail('a [list] can only be the argument of MAX');
+    case 'compare':
+      return fail('a comparison can only be the condition of IF');
     case 'call': {
+      if (node.fn === 'IF') {
+        const [condition, whenTrue, whenFalse] = node.args;
+        if (node.args.length !== 3 || condition?.kind !== 'compare')
+          return fail('IF takes a comparison, a value if true and a value if false here');
+        for (const side of [condition.left, condition.right, whenTrue, whenFalse])
+          validateMath(side as MathNode, expression);
+        return;
+      }
       if (node.fn === 'FILL') {
         const [series, fill] = node.args;
         const isConstant =
@@ -463,7 +494,14 @@ function validateMath(node: MathNode, expression: string): void {
         return fail(
           'MAX takes one [list] here (MAX of a single series is a scalar over the range: not supported locally)',
         );
-      for (const item of items.items) validateMath(item, expression);
+      for (const item of items.items) {
+        const isScalar = item.kind === 'number' || (item.kind === 'negate' && item.operand.kind === 'number');
+        if (isScalar)
+          fail(
+            'a number inside MAX([...]) is not documented by CloudWatch (MAX takes an array of time series); write IF(condition, trueValue, falseValue) instead',
+          );
+        validateMath(item, expression);
+      }
       return;
     }
     default:
@@ -479,6 +517,7 @@ export function mathReferences(node: MathNode): string[] {
     case 'negate':
       return mathReferences(node.operand);
     case 'binary':
+    case 'compare':
       return [...mathReferences(node.left), ...mathReferences(node.right)];
     case 'call':
       return node.args.flatMap(mathReferences);
@@ -510,7 +549,27 @@ export function evaluateMath(node: MathNode, lookup: (id: string) => number | un
       // Division by zero gives no datapoint.
       return r === 0 ? undefined : l / r;
     }
+    case 'compare': {
+      const l = evaluateMath(node.left, lookup);
+      const r = evaluateMath(node.right, lookup);
+      if (l === undefined || r === undefined) return undefined;
+      const holds = {
+        '>': l > r,
+        '<': l < r,
+        '>=': l >= r,
+        '<=': l <= r,
+        '==': l === r,
+        '!=': l !== r,
+      }[node.op];
+      return holds ? 1 : 0;
+    }
     case 'call': {
+      if (node.fn === 'IF') {
+        const [condition, whenTrue, whenFalse] = node.args as [MathNode, MathNode, MathNode];
+        const c = evaluateMath(condition, lookup);
+        if (c === undefined) return undefined;
+        return evaluateMath(c !== 0 ? whenTrue : whenFalse, lookup);
+      }
       if (node.fn === 'FILL') {
         const [series, fill] = node.args as [MathNode, MathNode];
         return evaluateMath(series, lookup) ?? evaluateMath(fill, lookup);

@@ -193,6 +193,34 @@ describe('Class: Cache', () => {
       expect(group.Properties.UserIds).toEqual([appUser.Properties.UserId, defaultUser.Properties.UserId]);
     });
 
+    it('when built, every user of the Valkey group has an authentication mechanism (password or IAM), none is password-less', () => {
+      // ElastiCache RBAC: "A user group configured for the VALKEY engine can only contain users
+      // who are using an authentication mechanism (either password or IAM)".
+      const [, group] = onlyResource(template, 'AWS::ElastiCache::UserGroup', {});
+      const users = Object.values(template.findResources('AWS::ElastiCache::User')) as {
+        Properties: Record<string, unknown>;
+      }[];
+      expect(group.Properties.Engine).toBe('valkey');
+      expect(users.length).toBe((group.Properties.UserIds as unknown[]).length);
+      for (const user of users) {
+        expect(user.Properties.NoPasswordRequired).not.toBe(true);
+        expect(['iam', 'password']).toContain(
+          (user.Properties.AuthenticationMode as { Type?: string } | undefined)?.Type,
+        );
+      }
+    });
+
+    it('when built, the disabled "default" user\'s password comes from Secrets Manager by dynamic reference, not the template', () => {
+      const [, defaultUser] = onlyResource(template, 'AWS::ElastiCache::User', {
+        Properties: { UserName: 'default' },
+      });
+      const passwords = JSON.stringify(
+        (defaultUser.Properties.AuthenticationMode as { Passwords: unknown }).Passwords,
+      );
+      expect(passwords).toContain('{{resolve:secretsmanager:');
+      expect(Object.keys(template.findResources('AWS::SecretsManager::Secret'))).toHaveLength(1);
+    });
+
     it('when built, its connection environment names the endpoint, the IAM user and TLS, and no secret', () => {
       // Act
       const env = Stack.of(cache).resolve(cache.connectionEnvironment) as Record<string, unknown>;

@@ -5,8 +5,10 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { METRIC, METRICS_NAMESPACE, RECONCILER_SERVICE, type PipelineConfig } from '../../lib/config';
+import { parseMathExpression } from '../../lib/local/alarm-evaluator';
 import {
   Observability,
+  RETRY_RATE_EXPRESSION,
   type MonitoredJobType,
   type MonitoredStreamConsumer,
   type ObservabilityProps,
@@ -154,9 +156,10 @@ describe('Class: Observability', () => {
         // Assess
         expect(alarm.Threshold).toBe(10);
         const metrics = alarm.Metrics as { Id: string; Expression?: string; MetricStat?: unknown }[];
-        expect(metrics.find((m) => m.Expression !== undefined)?.Expression).toBe(
-          '100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])',
-        );
+        const expression = metrics.find((m) => m.Expression !== undefined)?.Expression;
+        expect(expression).toBe(RETRY_RATE_EXPRESSION);
+        // Only forms CloudWatch documents: the local evaluator refuses the others.
+        expect(() => parseMathExpression(String(expression))).not.toThrow();
         const inputs = Object.fromEntries(
           metrics.filter((m) => m.MetricStat !== undefined).map((m) => [m.Id, m.MetricStat]),
         );
@@ -413,6 +416,35 @@ describe('Class: Observability', () => {
         Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
         Resource: '*',
       });
+    });
+    it("when the topic enforces TLS, its topic policy still lets this account's CloudWatch alarms publish", () => {
+      // A TopicPolicy replaces the topic's default policy: with only the TLS Deny in it, no alarm
+      // could publish.
+      const [, policy] = onlyResource(template, 'AWS::SNS::TopicPolicy', {});
+      const statements = (policy.Properties.PolicyDocument as { Statement: Record<string, unknown>[] })
+        .Statement;
+      expect(policy.Properties.Topics).toEqual([ref(observability.topic)]);
+      expect(statements).toContainEqual(
+        expect.objectContaining({
+          Effect: 'Allow',
+          Principal: { Service: 'cloudwatch.amazonaws.com' },
+          Action: 'sns:Publish',
+          Condition: {
+            StringEquals: { 'aws:SourceAccount': expect.anything() },
+            ArnLike: { 'aws:SourceArn': expect.anything() },
+          },
+        }),
+      );
+      expect(
+        toText(
+          (statements.find((s) => s.Effect === 'Allow')?.Condition as Record<string, Record<string, unknown>>)
+            .ArnLike['aws:SourceArn'],
+        ),
+      ).toMatch(/:cloudwatch:.*:alarm:\*$/);
+      // The TLS-only Deny stays.
+      expect(statements).toContainEqual(
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+      );
     });
   });
 

@@ -221,6 +221,23 @@ describe('Class: WorkerQueue', () => {
       // Assess
       expect(actions).toContain('sqs:SendMessage');
     });
+
+    it.each(jobTypes)(
+      'when the job type is %s, its consumer may re-send a deferred job to its own queue exactly when the queue is standard',
+      (name, jobType) => {
+        // The runner defers on a standard queue by SendMessage with a delay (on FIFO by
+        // ChangeMessageVisibility); without the grant AWS answers AccessDenied.
+        const w = worker(name);
+
+        // Act
+        const actions = actionsAllowedOn(template, w.consumer.function, getAtt(w.queue, 'Arn'));
+
+        // Assess
+        expect(actions).toContain('sqs:ChangeMessageVisibility');
+        if (jobType.queue.kind === 'fifo') expect(actions).not.toContain('sqs:SendMessage');
+        else expect(actions).toContain('sqs:SendMessage');
+      },
+    );
   });
 
   describe('Side queue of expired jobs (B5)', () => {

@@ -20,6 +20,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { RETRY_RATE_EXPRESSION } from '../../lib/infra/observability';
 import { AlarmEvaluator } from '../../lib/local/alarm-evaluator';
 import { pollUntil } from '../../lib/local/poll';
 import { sqsClient, uniqueName } from '../helpers/aws';
@@ -223,7 +224,7 @@ describe('Class: AlarmEvaluator (moto)', () => {
       Metrics: [
         {
           Id: 'expr_1',
-          Expression: '100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])',
+          Expression: RETRY_RATE_EXPRESSION,
           ReturnData: true,
         },
         stat('r', 'JobRetried'),

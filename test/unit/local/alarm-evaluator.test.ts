@@ -24,8 +24,9 @@ import {
 } from '../../../lib/local/alarm-evaluator';
 import type { InvokeResult } from '../../../lib/local/function-host';
 import { manualClock, type ManualClock } from '../../helpers/manual-clock';
+import { RETRY_RATE_EXPRESSION } from '../../../lib/infra/observability';
 
-const RETRY_RATE = '100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])';
+const RETRY_RATE = RETRY_RATE_EXPRESSION;
 const ARN = (name: string): string => `arn:aws:cloudwatch:us-east-1:123456789012:alarm:${name}`;
 
 /** A Powertools EMF line, as the payment consumer prints it. */
@@ -724,6 +725,16 @@ describe('Function: parseMathExpression', () => {
     expect(evaluateMath(expr, values())).toBe(0);
   });
 
+  it('when IF compares, it picks the value of the branch the comparison chooses per datapoint', () => {
+    const pick = (op: string, a: number, b: number): number | undefined =>
+      evaluateMath(parseMathExpression(`IF(a ${op} b, 1, 2)`), (id) => ({ a, b })[id]);
+    expect([pick('>', 2, 1), pick('>', 1, 1), pick('>=', 1, 1), pick('<', 0, 1), pick('<=', 2, 1)]).toEqual([
+      1, 2, 1, 1, 2,
+    ]);
+    expect([pick('==', 1, 1), pick('!=', 1, 1)]).toEqual([1, 2]);
+    expect(evaluateMath(parseMathExpression('IF(a > 0, a, 0)'), () => undefined)).toBeUndefined();
+  });
+
   it('when operators mix, * and / bind tighter than + and -, and unary minus applies', () => {
     const expr = parseMathExpression('-a + b * 2 - (c - 1) / 2');
     expect(evaluateMath(expr, (id) => ({ a: 1, b: 3, c: 5 })[id])).toBe(3);
@@ -738,6 +749,11 @@ describe('Function: parseMathExpression', () => {
     ['RATE(m1)', /function RATE is not supported locally/],
     ['FILL(m1, REPEAT)', /REPEAT and LINEAR are not supported locally/],
     ['MAX(m1)', /MAX takes one \[list\]/],
+    // The retry rate as it was written before: CloudWatch documents MAX over an array of time series only.
+    ['100 * FILL(r, 0) / MAX([FILL(r, 0) + FILL(s, 0) + FILL(p, 0), 1])', /a number inside MAX/],
+    ['IF(m1, 1, 0)', /IF takes a comparison/],
+    ['IF(m1 > 0, 1)', /IF takes a comparison/],
+    ['m1 > 0', /unexpected ">" after the expression/],
     ['m1 + [m2]', /\[list\] can only be the argument of MAX/],
     ['m1 % 2', /unexpected text at "% 2"/],
     ['(m1 + 2', /expected "\)"/],
