@@ -18,7 +18,7 @@ export const QUEUE_DEFAULTS = {
  * of it: kept on update and delete, but deleted when the create that made it fails
  * (CloudFormation `DeletionPolicy: RetainExceptOnCreate`). With plain `Retain`, a failed first
  * deploy leaves the fixed-name table or log group behind and every retry stops on "already
- * exists" (the Tenang-X-RetainOnCreate rule checks it).
+ * exists" (the Tenang-F2-RetainOnCreate rule checks it).
  */
 export const DATA_REMOVAL_POLICY = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE;
 

@@ -67,8 +67,34 @@ export interface AlarmAction {
   readonly at: Date;
 }
 
+/** One notification an alarm action sends (CloudWatch publishing to the action's SNS topic). */
+export interface AlarmNotification {
+  readonly alarm: string;
+  /** arn:aws:cloudwatch:<region>:<account>:alarm:<name>, CloudWatch's aws:SourceArn for the publish. */
+  readonly alarmArn?: string;
+  readonly kind: AlarmKind;
+  readonly state: AlarmState;
+  /** The action's ARN (an SNS topic). */
+  readonly target: string;
+  readonly reason: string;
+  readonly at: Date;
+}
+
+/** What became of one notification. */
+export interface AlarmDelivery extends AlarmNotification {
+  readonly outcome: 'delivered' | 'failed';
+  /** Why it failed (e.g. AuthorizationError: CloudWatch may not publish to the topic). */
+  readonly error?: string;
+}
+
 /** What the evaluator reads and writes. */
 export interface AlarmEvaluatorDeps {
+  /**
+   * Delivers an alarm action as CloudWatch does (the local platform publishes to the SNS topic as
+   * cloudwatch.amazonaws.com, checked against the topic policy); a rejection is recorded as a
+   * failed delivery, as CloudWatch records it in the alarm history. @default actions are recorded, not delivered
+   */
+  readonly notify?: (notification: AlarmNotification) => Promise<void>;
   /** Where the metric alarms are (DescribeAlarms, SetAlarmState, PutMetricData). */
   readonly cloudwatch: CloudWatchClient;
   /** Where the alarmed queues are (GetQueueUrl, GetQueueAttributes). */
@@ -830,6 +856,9 @@ interface MetricAlarmSpec {
     | { readonly kind: 'math'; readonly entries: ReadonlyMap<string, MathEntry>; readonly returnId: string };
   readonly queues: readonly string[];
   readonly actions: ReadonlySet<AlarmState>;
+  /** Each state's action ARNs. */
+  readonly targets: ReadonlyMap<AlarmState, readonly string[]>;
+  readonly alarmArn?: string;
   readonly motoState: AlarmState;
 }
 
@@ -840,6 +869,8 @@ interface CompositeSpec {
   readonly waitSeconds: number;
   readonly extensionSeconds: number;
   readonly actions: ReadonlySet<AlarmState>;
+  /** Each state's action ARNs. */
+  readonly targets: ReadonlyMap<AlarmState, readonly string[]>;
 }
 
 interface CompositeRuntime {
@@ -875,6 +906,20 @@ function stateActions(a: {
   return actions;
 }
 
+function actionTargets(a: {
+  ActionsEnabled?: boolean;
+  AlarmActions?: readonly string[];
+  OKActions?: readonly string[];
+  InsufficientDataActions?: readonly string[];
+}): Map<AlarmState, readonly string[]> {
+  const targets = new Map<AlarmState, readonly string[]>();
+  if (a.ActionsEnabled === false) return targets;
+  targets.set('ALARM', a.AlarmActions ?? []);
+  targets.set('OK', a.OKActions ?? []);
+  targets.set('INSUFFICIENT_DATA', a.InsufficientDataActions ?? []);
+  return targets;
+}
+
 function asState(value: string | undefined): AlarmState {
   return value === 'ALARM' || value === 'OK' ? value : 'INSUFFICIENT_DATA';
 }
@@ -904,7 +949,15 @@ function toMetricAlarmSpec(a: MetricAlarm, scaler: PeriodScaler): MetricAlarmSpe
     if (m.namespace === 'AWS/SQS' && m.dimensions.QueueName !== undefined)
       queues.push(m.dimensions.QueueName);
   };
-  const common = { name, rule, actions: stateActions(a), motoState: asState(a.StateValue), queues };
+  const common = {
+    name,
+    rule,
+    actions: stateActions(a),
+    targets: actionTargets(a),
+    alarmArn: a.AlarmArn,
+    motoState: asState(a.StateValue),
+    queues,
+  };
   if ((a.Metrics ?? []).length === 0) {
     const statistic = a.ExtendedStatistic ?? a.Statistic;
     if (statistic === undefined || a.MetricName === undefined || a.Namespace === undefined)
@@ -974,6 +1027,8 @@ export class AlarmEvaluator {
   private readonly published = new Map<string, number>();
   private readonly transitions: Transition[] = [];
   private readonly actionLog: AlarmAction[] = [];
+  private readonly deliveryLog: AlarmDelivery[] = [];
+  private readonly pendingDeliveries = new Set<Promise<void>>();
   private readonly scaler: PeriodScaler;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
@@ -1008,6 +1063,7 @@ export class AlarmEvaluator {
           waitSeconds: c.ActionsSuppressorWaitPeriod ?? 0,
           extensionSeconds: c.ActionsSuppressorExtensionPeriod ?? 0,
           actions: stateActions(c),
+          targets: actionTargets(c),
         });
       } catch (error) {
         problems.push(`${c.AlarmName ?? '(unnamed composite)'}: ${(error as Error).message}`);
@@ -1038,6 +1094,7 @@ export class AlarmEvaluator {
     this.wake?.();
     await this.loop;
     this.loop = undefined;
+    await Promise.all([...this.pendingDeliveries]);
   }
 
   /**
@@ -1079,6 +1136,11 @@ export class AlarmEvaluator {
   /** Every transition's actions that were sent or dropped while suppressed, oldest first. */
   public actions(): AlarmAction[] {
     return [...this.actionLog];
+  }
+
+  /** What became of each notification `notify` was asked to deliver (delivered or failed), oldest first. */
+  public deliveries(): AlarmDelivery[] {
+    return [...this.deliveryLog];
   }
 
   /** Records one invocation's AWS/Lambda metrics: Invocations, Errors, Throttles (0), Duration, IteratorAge. */
@@ -1344,7 +1406,7 @@ export class AlarmEvaluator {
         }),
       );
       this.recordTransition(spec.name, 'metric', from, state, now, reason);
-      if (spec.actions.has(state))
+      if (spec.actions.has(state)) {
         this.actionLog.push({
           alarm: spec.name,
           kind: 'metric',
@@ -1353,6 +1415,8 @@ export class AlarmEvaluator {
           outcome: 'sent',
           at: new Date(now),
         });
+        this.deliver(spec.name, spec.alarmArn, 'metric', state, spec.targets.get(state) ?? [], reason, now);
+      }
     }
     this.metricStates.set(spec.name, state);
   }
@@ -1426,6 +1490,15 @@ export class AlarmEvaluator {
       }
       if (rt.owed !== undefined && !held) {
         this.settleAction(c.name, rt.owed, 'sent', now);
+        this.deliver(
+          c.name,
+          undefined,
+          'composite',
+          rt.owed.state,
+          c.targets.get(rt.owed.state) ?? [],
+          reason,
+          now,
+        );
         rt.owed = undefined;
       }
       visiting.delete(c.name);
@@ -1439,6 +1512,37 @@ export class AlarmEvaluator {
         visiting.clear();
         problems.push(`${c.name}: ${(error as Error).message}`);
       }
+    }
+  }
+
+  /** Sends a transition's notifications through `notify`, in the background; stop() waits for them. */
+  private deliver(
+    alarm: string,
+    alarmArn: string | undefined,
+    kind: AlarmKind,
+    state: AlarmState,
+    targets: readonly string[],
+    reason: string,
+    now: number,
+  ): void {
+    const notify = this.deps.notify;
+    if (notify === undefined) return;
+    for (const target of targets) {
+      const n: AlarmNotification = { alarm, alarmArn, kind, state, target, reason, at: new Date(now) };
+      const pending: Promise<void> = notify(n)
+        .then(
+          () => {
+            this.deliveryLog.push({ ...n, outcome: 'delivered' });
+          },
+          (error: unknown) => {
+            const e = error as { name?: string; message?: string };
+            const why = `${e.name ?? 'Error'}: ${e.message ?? String(error)}`;
+            this.deliveryLog.push({ ...n, outcome: 'failed', error: why });
+            this.deps.log?.(`${alarm}: action ${target} failed: ${why}`);
+          },
+        )
+        .finally(() => this.pendingDeliveries.delete(pending));
+      this.pendingDeliveries.add(pending);
     }
   }
 

@@ -21,6 +21,8 @@ import type { ResolveContext } from './template';
 /** A deployed function with the logical id it has in the template. */
 export interface DeployedFunction extends FunctionSpec {
   readonly logicalId: string;
+  /** The execution role's ARN (GetFunctionConfiguration's Role). */
+  readonly roleArn: string;
 }
 
 /** An HTTP API route and the function behind it. */
@@ -80,6 +82,7 @@ export async function readLocalDeployment(
     const handler = cfg.Handler ?? 'index.handler';
     functions.set(r.physicalId, {
       logicalId: r.logicalId,
+      roleArn: cfg.Role ?? '',
       name: r.physicalId,
       bundleFile: bundleFile(assemblyDir, ctx, r.logicalId),
       handlerName: handler.slice(handler.lastIndexOf('.') + 1),

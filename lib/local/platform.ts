@@ -5,6 +5,7 @@
  * plane that keeps their Enabled state, EventBridge's part for the flag reconciler, and the HTTP
  * API's routes; fake payment and messaging providers stand in for the real ones.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -12,7 +13,7 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { AlarmEvaluator, type AlarmEvaluatorDeps } from './alarm-evaluator';
+import { AlarmEvaluator, type AlarmEvaluatorDeps, type AlarmNotification } from './alarm-evaluator';
 import { queueNameFromUrl } from '../adapters/aws/deployment';
 import { readLocalDeployment, type LocalDeployment } from './deployment';
 import { INJECTED_POINT_LINE } from '../adapters/crash';
@@ -24,6 +25,57 @@ import { startLambdaControl, type LambdaControl } from './lambda-control';
 import { provisionIntoEmulator, type Provisioned } from './provision';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
+import { IamAuthorizer, type LocalCredentials } from './iam/authorizer';
+import { readDeployedPolicies } from './iam/deployed-policies';
+import { iamUsageOf } from './iam/usage';
+import { SOURCE_ARN_HEADER, startIamProxy, type IamProxy } from './iam/iam-proxy';
+import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import type { ResolveContext } from './template';
+
+/**
+ * The switch that turns IAM enforcement off, for debugging only: `TENANG_IAM=off`. On by
+ * default everywhere a local platform runs (npm start, drills, scenarios, chaos, tests).
+ */
+export const IAM_SWITCH_VARIABLE = 'TENANG_IAM';
+
+/** Whether this process's local platforms enforce IAM. */
+export function iamEnforced(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env[IAM_SWITCH_VARIABLE] ?? 'on').toLowerCase() !== 'off';
+}
+
+/** Where platforms leave the grants their requests used (read by `npm run iam-report`). */
+export const IAM_USAGE_DIR_VARIABLE = 'TENANG_IAM_USAGE_DIR';
+
+let usageFiles = 0;
+
+/** Writes what this platform's requests used, one file per platform run. */
+function writeIamUsage(iam: IamAuthorizer, projectRoot: string): void {
+  const dir = process.env[IAM_USAGE_DIR_VARIABLE] ?? path.join(projectRoot, 'reports', 'iam');
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `usage-${process.pid}-${Date.now()}-${usageFiles++}.json`);
+    fs.writeFileSync(file, JSON.stringify(iamUsageOf(iam)));
+  } catch {
+    // The report is an aid; a read-only checkout must not fail the platform's stop.
+  }
+}
+
+/** The stack's context with what only the emulator knows (table stream ARNs) filled in. */
+async function withEmulatorAttributes(
+  ctx: ResolveContext,
+  dynamodb: DynamoDBClient,
+): Promise<ResolveContext> {
+  const attributes = new Map(ctx.attributes ?? []);
+  for (const r of ctx.resources.values()) {
+    if (r.type !== 'AWS::DynamoDB::Table') continue;
+    if (ctx.template.Resources[r.logicalId]?.Properties?.StreamSpecification === undefined) continue;
+    const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: r.physicalId }));
+    if (Table?.LatestStreamArn !== undefined)
+      attributes.set(`${r.logicalId}.StreamArn`, Table.LatestStreamArn);
+  }
+  return { ...ctx, attributes };
+}
 
 /** Crash points armed on a function's next invocations. */
 interface ArmedCrashes {
@@ -86,6 +138,13 @@ export class LocalPlatform {
       readonly cloudwatch: CloudWatchClient;
     },
     private readonly opts: PlatformOptions,
+    /** IAM as the platform enforces it (undefined with TENANG_IAM=off): denials and used grants. */
+    public readonly iam: IamAuthorizer | undefined,
+    private readonly owned: {
+      readonly proxy: IamProxy | undefined;
+      readonly clients: readonly { destroy(): void }[];
+      readonly projectRoot: string;
+    },
   ) {}
 
   /** Brings everything up; stop() undoes it. */
@@ -106,6 +165,9 @@ export class LocalPlatform {
         provisioned.assemblyDir,
         provisioned.context,
       );
+      const iam = iamEnforced()
+        ? new IamAuthorizer(readDeployedPolicies(await withEmulatorAttributes(provisioned.context, dynamodb)))
+        : undefined;
       lambda.destroy();
       dynamodb.destroy();
 
@@ -124,6 +186,35 @@ export class LocalPlatform {
           ),
       });
       started.push(control);
+      // IAM: every request a function makes, and the Lambda service's own on its behalf, goes
+      // through the proxy with its execution role's credentials.
+      const proxy: IamProxy | undefined =
+        iam === undefined
+          ? undefined
+          : await startIamProxy({
+              upstream: env.endpoint,
+              lambdaUpstream: control.url,
+              authorizer: iam,
+              log: opts.log,
+            });
+      if (proxy !== undefined) started.push(proxy);
+      if (iam === undefined) opts.log(`IAM is not enforced (${IAM_SWITCH_VARIABLE}=off)`);
+      const roleCredentials = (fn: string): LocalCredentials | undefined => {
+        const spec = deployment.functions.get(fn);
+        return iam === undefined || spec === undefined ? undefined : iam.credentialsForRole(spec.roleArn, fn);
+      };
+      /** An SDK client config acting as `fn`'s execution role (the Lambda service's own requests). */
+      const asRole = (fn: string): { endpoint: string; region: string; credentials?: LocalCredentials } => {
+        const credentials = roleCredentials(fn);
+        return credentials === undefined || proxy === undefined
+          ? config
+          : { endpoint: proxy.url, region: env.region, credentials };
+      };
+      const roleClients: { destroy(): void }[] = [];
+      const roleClient = <C extends { destroy(): void }>(client: C): C => {
+        roleClients.push(client);
+        return client;
+      };
       const payment = await startFakeProvider({ kind: 'charges' });
       started.push(payment);
       const messaging = await startFakeProvider({ kind: 'messages' });
@@ -142,8 +233,47 @@ export class LocalPlatform {
         [PROVIDER_VARIABLES.messaging]: messaging.url,
       };
       const cloudwatch = new CloudWatchClient(config);
+      // CloudWatch's alarm actions: published to the SNS topic as the service principal
+      // cloudwatch.amazonaws.com on behalf of the alarm (aws:SourceArn), checked by the proxy.
+      const sns = roleClient(
+        new SNSClient(
+          iam === undefined || proxy === undefined
+            ? config
+            : {
+                endpoint: proxy.url,
+                region: env.region,
+                credentials: iam.credentialsForService('cloudwatch.amazonaws.com'),
+              },
+        ),
+      );
+      const { accountId, region } = provisioned.context;
+      const notify = async (n: AlarmNotification): Promise<void> => {
+        const alarmArn = n.alarmArn ?? `arn:aws:cloudwatch:${region}:${accountId}:alarm:${n.alarm}`;
+        const publish = new PublishCommand({
+          TopicArn: n.target,
+          Subject: `${n.state}: "${n.alarm}" in ${region}`.slice(0, 100),
+          Message: JSON.stringify({
+            AlarmName: n.alarm,
+            AlarmArn: alarmArn,
+            NewStateValue: n.state,
+            NewStateReason: n.reason,
+            StateChangeTime: n.at.toISOString(),
+            Region: region,
+            AWSAccountId: accountId,
+          }),
+        });
+        publish.middlewareStack.add(
+          (next) => (args) => {
+            (args.request as { headers: Record<string, string> }).headers[SOURCE_ARN_HEADER] = alarmArn;
+            return next(args);
+          },
+          { step: 'build', name: 'tenangSourceArn' },
+        );
+        await sns.send(publish);
+      };
       const alarms = new AlarmEvaluator({
         ...opts.alarms,
+        notify,
         cloudwatch,
         sqs,
         compositeAlarms: provisioned.alarms.compositeAlarms,
@@ -163,8 +293,21 @@ export class LocalPlatform {
         userOutput(line, fn);
       };
       const hosts = new Map<string, FunctionHost>();
-      for (const fn of deployment.functions.values())
-        hosts.set(fn.name, new FunctionHost(fn, endpointEnv, output));
+      for (const fn of deployment.functions.values()) {
+        // Lambda hands each function its role's session credentials through its environment.
+        const credentials = roleCredentials(fn.name);
+        const functionEnv =
+          credentials === undefined || proxy === undefined
+            ? endpointEnv
+            : {
+                ...endpointEnv,
+                AWS_ENDPOINT_URL: proxy.url,
+                AWS_ENDPOINT_URL_LAMBDA: proxy.url,
+                AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+                AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+              };
+        hosts.set(fn.name, new FunctionHost(fn, functionEnv, output));
+      }
 
       const invoke = (fn: string, event: unknown): Promise<InvokeResult> => {
         if (platform === undefined) throw new Error('platform not started');
@@ -175,7 +318,7 @@ export class LocalPlatform {
         (m) =>
           new SqsEventSource(
             m,
-            sqs,
+            iam === undefined ? sqs : roleClient(new SQSClient(asRole(m.functionName))),
             { isEnabled: () => control.isEnabled(m.uuid), invoke: (e) => invoke(m.functionName, e) },
             opts.log,
           ),
@@ -184,8 +327,8 @@ export class LocalPlatform {
         (m) =>
           new StreamEventSource(
             m,
-            streams,
-            sqs,
+            iam === undefined ? streams : roleClient(new DynamoDBStreamsClient(asRole(m.functionName))),
+            iam === undefined ? sqs : roleClient(new SQSClient(asRole(m.functionName))),
             { isEnabled: () => control.isEnabled(m.uuid), invoke: (e) => invoke(m.functionName, e) },
             opts.log,
           ),
@@ -204,6 +347,8 @@ export class LocalPlatform {
         alarms,
         { sqs, ssm: new SSMClient(config), streams, cloudwatch },
         opts,
+        iam,
+        { proxy, clients: roleClients, projectRoot },
       );
       await platform.reconcile('start');
       for (const s of sqsSources) s.start();
@@ -343,6 +488,9 @@ export class LocalPlatform {
     await Promise.all([...this.sqsSources, ...this.streamSources].map((s) => s.stop()));
     await Promise.all([...this.hosts.values()].map((h) => h.stop()));
     await this.api.close();
+    await this.owned.proxy?.close();
+    for (const c of this.owned.clients) c.destroy();
+    if (this.iam !== undefined) writeIamUsage(this.iam, this.owned.projectRoot);
     await this.control.close();
     await this.providers.payment.close();
     await this.providers.messaging.close();

@@ -31,6 +31,11 @@ export interface ResolveContext {
   readonly template: Template;
   /** Deployed resources by logical id. */
   readonly resources: ReadonlyMap<string, DeployedResource>;
+  /**
+   * Attributes only the emulator's own APIs know, by `<logicalId>.<attribute>` (a table's
+   * StreamArn, from DescribeTable). @default none
+   */
+  readonly attributes?: ReadonlyMap<string, string>;
 }
 
 /** Raised when a reference cannot be resolved; names the reference. */
@@ -56,6 +61,8 @@ function arn(ctx: ResolveContext, service: string, resource: string): string {
 }
 
 function getAtt(ctx: ResolveContext, logicalId: string, attribute: string): string {
+  const known = ctx.attributes?.get(`${logicalId}.${attribute}`);
+  if (known !== undefined) return known;
   const type = ctx.template.Resources[logicalId]?.Type;
   const id = physicalId(ctx, logicalId);
   switch (`${type}.${attribute}`) {
@@ -74,6 +81,12 @@ function getAtt(ctx: ResolveContext, logicalId: string, attribute: string): stri
       return arn(ctx, 'dynamodb', `table/${id}`);
     case 'AWS::SNS::Topic.TopicArn':
       return id;
+    case 'AWS::Logs::LogGroup.Arn':
+      return arn(ctx, 'logs', `log-group:${id}:*`);
+    case 'AWS::KMS::Key.Arn':
+      return id.startsWith('arn:') ? id : arn(ctx, 'kms', `key/${id}`);
+    case 'AWS::IAM::Role.Arn':
+      return id.startsWith('arn:') ? id : `arn:aws:iam::${ctx.accountId}:role/${id}`;
     default:
       throw new UnresolvableReferenceError(
         `cannot resolve Fn::GetAtt ${logicalId}.${attribute} (${String(type)})`,

@@ -104,6 +104,26 @@ export const LIVE_COVERAGE: Readonly<Record<string, LiveCoverage>> = {
   'O3-DlqDepth': { checkable: true },
   I1: { checkable: true },
   L1: { checkable: true },
+  'F1-ValkeyAuth': {
+    checkable: false,
+    reason:
+      'not checkable live: the live model reads no ElastiCache users or user groups; audit the template (tenang audit without --live)',
+  },
+  'F2-RetainOnCreate': {
+    checkable: false,
+    reason:
+      'not checkable live: a deletion policy lives in the template, not on the deployed resource; audit the template (tenang audit without --live)',
+  },
+  'F3-AlarmTopicPublish': {
+    checkable: false,
+    reason:
+      'not checkable live: the live model reads no topic or key policies; audit the template (tenang audit without --live)',
+  },
+  'F4-QueueSendGrant': {
+    checkable: false,
+    reason:
+      'not checkable live: the live model reads no roles or policies; audit the template (tenang audit without --live), and the local platform enforces IAM',
+  },
   D4: {
     checkable: false,
     reason:

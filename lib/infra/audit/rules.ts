@@ -2,14 +2,21 @@
  * The worker-queue audit checklist (seeds/worker-queue-audit) as pure rules over a
  * CloudFormation-template-like model. The same rules back the cdk-nag pack (TenangChecks, built
  * from a stack's L1 resources) and `auditTemplate` (a raw template file), so both always agree.
- * No CDK import here: a rule sees only `{ Resources: { id: { Type, Properties, Metadata } } }`.
+ * No CDK import here: a rule sees only
+ * `{ Resources: { id: { Type, Properties, Metadata, DeletionPolicy, UpdateReplacePolicy } } }`.
+ * The deploy-readiness rules (issue 13) live in deploy-readiness.ts and are listed here too.
  */
+import { DEPLOY_READINESS_RULES } from './deploy-readiness';
 
 /** One resource as a template holds it, intrinsics unresolved. */
 export interface TemplateResource {
   readonly Type: string;
   readonly Properties?: Readonly<Record<string, unknown>>;
   readonly Metadata?: Readonly<Record<string, unknown>>;
+  /** `Delete` (the default when absent), `Retain`, `RetainExceptOnCreate` or `Snapshot`. */
+  readonly DeletionPolicy?: string;
+  /** `Delete` (the default when absent), `Retain` or `Snapshot`. */
+  readonly UpdateReplacePolicy?: string;
 }
 
 /** The part of a CloudFormation template the rules read. */
@@ -530,6 +537,7 @@ export const TEMPLATE_RULES: readonly TemplateRule[] = [
   ttlRule('L1', 'L1', 'lock', LOCK_PATTERN),
   explicitFunctionLimits,
   alarmRunbook,
+  ...DEPLOY_READINESS_RULES,
 ];
 
 /** `Tenang-D2` for a rule. */

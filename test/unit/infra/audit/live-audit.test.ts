@@ -290,6 +290,11 @@ describe('Function: auditLive over readLiveStack', () => {
       'Tenang-L1': 'pass',
       'Tenang-D4': 'not-checkable',
       'Tenang-P1': 'pass',
+      // Deploy readiness reads template-only facts (policies, deletion policies, users).
+      'Tenang-F1-ValkeyAuth': 'not-checkable',
+      'Tenang-F2-RetainOnCreate': 'not-checkable',
+      'Tenang-F3-AlarmTopicPublish': 'not-checkable',
+      'Tenang-F4-QueueSendGrant': 'not-checkable',
     });
     expect(items['Tenang-D4']?.why).toMatch(/^not checkable live: /);
     expect(items['Tenang-D2']?.why).toBe(
