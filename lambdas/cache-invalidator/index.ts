@@ -10,8 +10,10 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
+import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
 import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
@@ -54,6 +56,11 @@ export interface CacheInvalidatorDeps {
   readonly keyspace: CacheKeyspace;
   readonly settings: CachePolicySettings;
   readonly logger: Logger;
+  /**
+   * Counts PermissionDenied when a failure is an access denial. The data path calls no AWS API
+   * today (Redis only), so this guards what a change may add. @default none: nothing counted
+   */
+  readonly metrics?: Metrics;
   /** @default noCrash */
   readonly crash?: CrashHook;
   /** In-invocation retries of an unavailable cache. @default RIDE_OUT */
@@ -151,29 +158,42 @@ export function createHandler(
       );
       logger.info('cache keys invalidated', { eventName: change.eventName, keys: results });
     } catch (error) {
-      logger.warn('invalidation failed; the record will be retried', { error: error as Error });
+      const denied =
+        deps.metrics !== undefined &&
+        reportPermissionDenial(error, {
+          logger,
+          metrics: deps.metrics,
+          during: 'invalidating cache keys',
+          extra: { note: "the record fails: the stream's retries, then the on-failure queue, keep it" },
+        }) !== undefined;
+      if (!denied) logger.warn('invalidation failed; the record will be retried', { error: error as Error });
       throw error;
     }
   }
 
   return async (event, context) => {
     deps.logger.addContext(context);
-    return processPartialResponse(
-      event,
-      (record: DynamoDBRecord) => invalidate(record, context),
-      new BatchProcessor(EventType.DynamoDBStreams),
-      {
-        context,
-        throwOnFullBatchFailure: false,
-      },
-    );
+    try {
+      return await processPartialResponse(
+        event,
+        (record: DynamoDBRecord) => invalidate(record, context),
+        new BatchProcessor(EventType.DynamoDBStreams),
+        {
+          context,
+          throwOnFullBatchFailure: false,
+        },
+      );
+    } finally {
+      // Most batches record no metric; publishing nothing would log a warning per batch.
+      if (deps.metrics?.hasStoredMetrics() === true) deps.metrics.publishStoredMetrics();
+    }
   };
 }
 
 // Module scope: configuration fails at init; the connection lives across invocations.
 const env = parseFunctionEnv(SERVICE_NAME, CacheInvalidatorEnvSchema);
 const config = stageConfig(env.TENANG_STAGE, env.AWS_REGION);
-const { logger } = observability(SERVICE_NAME);
+const { logger, metrics } = observability(SERVICE_NAME);
 const connection = connectRedis(cacheConnectionSettings(env), {
   commandTimeoutMs: config.stage.cache.commandTimeoutMs,
   onError: (error) => logger.warn('Redis connection error', { error: error.message }),
@@ -185,5 +205,6 @@ export const handler = createHandler({
   keyspace: cacheKeyspace(env.TENANG_STAGE),
   settings: config.stage.cache,
   logger,
+  metrics,
   crash: crashHookFrom(env.TENANG_CRASH_POINTS),
 });

@@ -20,6 +20,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import { observability } from '../../lib/adapters/powertools';
@@ -47,6 +48,12 @@ export const IN_FLIGHT_CLAIM_SECONDS = 20;
 
 /** What a shed request is told to wait before trying again. */
 export const SHED_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * What a request refused because the deployment denies an action is told to wait: a fixed grant
+ * takes a deploy, so a client retrying every second only adds load.
+ */
+export const PERMISSION_DENIED_RETRY_AFTER_SECONDS = 60;
 
 /** How long deferred work waits on a standard queue in degrade mode (SQS allows 900 s at most). */
 export const DEFER_DELAY_SECONDS = 300;
@@ -346,9 +353,17 @@ export function createHandler(
     } catch (confirmError) {
       // The job is sent: answer 202. The claim stays in flight until it expires; a repeat after
       // that sends again, which the FIFO dedup id (5 minutes) and the consumer's idempotency absorb.
-      logger.error('dedup claim not confirmed: a repeat after the in-flight window will be sent again', {
-        error: confirmError as Error,
+      const denied = reportPermissionDenial(confirmError, {
+        logger,
+        metrics: deps.metrics,
+        during: 'confirming a dedup claim',
+        extra: { note: 'the job is sent; a repeat after the in-flight window will be sent again' },
       });
+      if (denied === undefined) {
+        logger.error('dedup claim not confirmed: a repeat after the in-flight window will be sent again', {
+          error: confirmError as Error,
+        });
+      }
     }
     if (deferred) deps.metrics.addMetric(METRIC.jobDeferred, MetricUnit.Count, 1);
     logger.info(deferred ? 'payment job enqueued, deferred' : 'payment job enqueued');
@@ -373,7 +388,19 @@ export function createHandler(
       if (matched.name === 'create-order') return await createOrder(event, logger);
       return await capturePayment(event, matched.orderId, correlationId, logger);
     } catch (error) {
-      if (classifyError(error) === 'transient') {
+      const kind = classifyError(error);
+      if (kind === 'deployment') {
+        // The deployment denies an action (a missing grant): not the client's fault, never a 400
+        // or a 500. A payment's dedup claim is given back when its send fails, so a retry with
+        // the same Idempotency-Key is sent as soon as the grant is fixed.
+        reportPermissionDenial(error, { logger, metrics: deps.metrics, during: 'handling a request' });
+        return json(
+          503,
+          { error: 'temporarily unavailable; retry later' },
+          { 'retry-after': String(PERMISSION_DENIED_RETRY_AFTER_SECONDS) },
+        );
+      }
+      if (kind === 'transient') {
         logger.warn('request failed on a transient error', { errorClass: errorClassName(error) });
         return json(503, { error: 'temporarily unavailable; retry' }, { 'retry-after': '1' });
       }

@@ -18,6 +18,7 @@ import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
+import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
 import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
 import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
@@ -188,12 +189,29 @@ export function createHandler(
         ? {}
         : { claimOwner: `stream-record:${record.dynamodb.SequenceNumber}` }),
       sentClaimSeconds: SENT_CLAIM_SECONDS,
-      onDedupFailure: (step, key, error) =>
-        logger.warn(`could not ${step} the dedup claim; it expires by itself`, {
-          dedupKey: key,
-          error: error as Error,
-        }),
+      onDedupFailure: (step, key, error) => {
+        const denied = reportPermissionDenial(error, {
+          logger,
+          metrics: deps.metrics,
+          during: `trying to ${step} a dedup claim`,
+          extra: { dedupKey: key, note: 'the claim expires by itself' },
+        });
+        if (denied === undefined) {
+          logger.warn(`could not ${step} the dedup claim; it expires by itself`, {
+            dedupKey: key,
+            error: error as Error,
+          });
+        }
+      },
     }).catch((error: unknown) => {
+      // A denied action fails the record like any error: the mapping's bounded retries, then its
+      // on-failure queue, keep it (replayable while the stream holds it); the denial pages.
+      reportPermissionDenial(error, {
+        logger,
+        metrics: deps.metrics,
+        during: "enqueueing a paid order's follow-ups",
+        extra: { note: "the record fails: the stream's retries, then the on-failure queue, keep it" },
+      });
       if (error instanceof ClaimInFlightError) {
         logger.warn(
           'follow-up claimed by another stream record; the record is retried until that claim expires',

@@ -30,6 +30,11 @@ export const METRIC = {
   jobFailedPermanently: 'JobFailedPermanently',
   /** An unexpected error (a bug): fails loudly. */
   jobBug: 'JobFailedBug',
+  /**
+   * The deployment denied an action (a missing IAM grant, a key policy): the job is held, never
+   * dead-lettered for it; the ingress answers 503. Pages at once (`<consumer>-permission-denied`).
+   */
+  permissionDenied: 'PermissionDenied',
   /** A job deferred (busy lock, degrade mode) without counting as an attempt. */
   jobDeferred: 'JobDeferred',
   /** A duplicate that found its transition done and made no side effect. */

@@ -3,6 +3,7 @@
  * mapping's Enabled follow its pause flag (B3, B4, X4). The flag is the desired state; the
  * mapping is the actual state.
  */
+import { grantParameterRead } from './grants';
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -93,7 +94,8 @@ export class ControlFlags extends Construct {
         'Reconciliation is level-triggered: every run converges all mappings, and the schedule runs it again within a minute, so a lost event loses nothing.',
     });
     const fn = this.reconciler.function;
-    for (const flag of flags.values()) flag.grantRead(fn);
+    // The reconciler reads every pause flag in batches of GetParameters (lib/adapters/aws/ssm-flags.ts).
+    for (const flag of flags.values()) grantParameterRead(flag, fn, 'ssm:GetParameters');
     fn.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['lambda:GetEventSourceMapping', 'lambda:UpdateEventSourceMapping'],

@@ -5,7 +5,9 @@
  * Per consumer a composite alarm carries the page. Its actions are suppressed while the
  * consumer is deliberately paused (its Paused metric is 1), because a backlog is then expected;
  * a pause that outlives its expiry alarms by itself, and DLQ or on-failure depth alarms are
- * never suppressed: a message there needs a person whether or not the consumer is paused.
+ * never suppressed: a message there needs a person whether or not the consumer is paused. Nor is
+ * a denied permission (PermissionDenied): a missing grant stays missing while paused, and pausing
+ * is that alarm's own mitigation.
  */
 import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -40,6 +42,7 @@ export const RUNBOOK = {
   pauseOverdue: 'pause-overdue',
   streamFailures: 'stream-failures',
   flagReconciler: 'flag-reconciler',
+  permissionDenied: 'permission-denied',
 } as const;
 
 /** The description line that names a runbook. */
@@ -85,8 +88,13 @@ export interface ConsumerAlarms {
   readonly composite: cloudwatch.CompositeAlarm;
   /** Children of the composite (no actions of their own). */
   readonly children: readonly cloudwatch.Alarm[];
-  /** Never suppressed: DLQ / on-failure depth, pause overdue. */
+  /** Never suppressed: DLQ / on-failure depth, pause overdue, permission denied. */
   readonly direct: readonly cloudwatch.Alarm[];
+  /**
+   * PermissionDenied ≥ 1: the deployment denies the consumer an action. Direct, never
+   * suppressed: pausing is this alarm's mitigation, and the grant is missing all the same.
+   */
+  readonly permissionDenied: cloudwatch.Alarm;
   /** Paused ≥ 1: the composite's actions suppressor. */
   readonly paused: cloudwatch.Alarm;
 }
@@ -247,6 +255,25 @@ export class Observability extends Construct {
     return { paused, overdue };
   }
 
+  /**
+   * A denied action pages at once (1 of 1 minute, one denial), paused or not: the jobs are held
+   * (job types) or retried into the on-failure queue (stream consumers) rather than lost, but SQS
+   * redrives a held message after maxReceiveCount receives and the stream gives records up, so the
+   * time to react is bounded (runbooks/permission-denied.md gives it per job type).
+   */
+  private permissionDeniedAlarm(consumer: string, period: Duration): cloudwatch.Alarm {
+    return this.alarm(`${consumer}-permission-denied`, {
+      metric: this.customMetric(METRIC.permissionDenied, { [SERVICE_DIMENSION]: consumer }, 'Sum').with({
+        period,
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      description: `${consumer} was denied an action it needs (a missing IAM grant or a policy): a deployment defect; its work is held, not dead-lettered.`,
+      runbook: RUNBOOK.permissionDenied,
+      direct: true,
+    });
+  }
+
   private composite(
     consumer: string,
     runbook: string,
@@ -328,11 +355,13 @@ export class Observability extends Construct {
       direct: true,
     });
     const { paused, overdue } = this.pauseAlarms(j.consumer);
+    const permissionDenied = this.permissionDeniedAlarm(j.consumer, period);
     const children = [oldest, retryRate, errors, throttles];
     return {
       composite: this.composite(j.consumer, j.runbook, children, paused, s),
       children,
-      direct: [dlq, overdue],
+      direct: [dlq, overdue, permissionDenied],
+      permissionDenied,
       paused,
     };
   }
@@ -367,11 +396,13 @@ export class Observability extends Construct {
       direct: true,
     });
     const { paused, overdue } = this.pauseAlarms(c.consumer);
+    const permissionDenied = this.permissionDeniedAlarm(c.consumer, period);
     const children = [iteratorAge, errors];
     return {
       composite: this.composite(c.consumer, c.runbook, children, paused, s),
       children,
-      direct: [failures, overdue],
+      direct: [failures, overdue, permissionDenied],
+      permissionDenied,
       paused,
     };
   }

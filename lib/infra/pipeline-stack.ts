@@ -1,4 +1,5 @@
 /** The deployable pipeline, driven entirely by the pipeline config. */
+import { grantItems, grantParameterRead, grantSend } from './grants';
 import * as path from 'node:path';
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
@@ -63,8 +64,10 @@ export class PipelineStack extends Stack {
         PAYMENT_PROVIDER_URL: config.stage.providers.paymentUrl,
       },
     });
-    t.orders.grantReadWriteData(payment.consumer.function);
-    t.idempotency.grantReadWriteData(payment.consumer.function);
+    // The capture: the order read and guarded (GetItem, ConditionCheckItem) and moved to PAID
+    // (UpdateItem); the idempotency record claimed, completed and given back (Powertools' layer).
+    grantItems(t.orders, payment.consumer.function, ['GetItem', 'UpdateItem', 'ConditionCheckItem']);
+    grantItems(t.idempotency, payment.consumer.function, ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem']);
 
     const notification = new WorkerQueue(this, 'NotificationSend', {
       jobType: jobTypeByName(config, 'notification.send'),
@@ -77,7 +80,8 @@ export class PipelineStack extends Stack {
         DEGRADE_FLAG: config.degradeFlagName,
       },
     });
-    t.dedup.grantReadWriteData(notification.consumer.function);
+    // Dedup per (order, template): a conditional claim, and its release when the send fails.
+    grantItems(t.dedup, notification.consumer.function, ['PutItem', 'DeleteItem']);
 
     const inventory = new WorkerQueue(this, 'InventoryReserve', {
       jobType: jobTypeByName(config, 'inventory.reserve'),
@@ -90,8 +94,9 @@ export class PipelineStack extends Stack {
         DEGRADE_FLAG: config.degradeFlagName,
       },
     });
-    t.locks.grantReadWriteData(inventory.consumer.function);
-    t.inventory.grantReadWriteData(inventory.consumer.function);
+    // Leases are acquired, extended and cleared with conditional updates; stock is read and fenced-updated.
+    grantItems(t.locks, inventory.consumer.function, ['GetItem', 'UpdateItem']);
+    grantItems(t.inventory, inventory.consumer.function, ['GetItem', 'UpdateItem']);
     this.workerQueues = new Map([
       ['payment.capture', payment],
       ['notification.send', notification],
@@ -124,9 +129,9 @@ export class PipelineStack extends Stack {
       decoupleFromStream: traits.decoupleStreamMappings,
     });
     // Producer-side dedup of follow-up jobs: a stream retry never enqueues twice (Q1).
-    t.dedup.grantReadWriteData(this.outboxRelay.consumer.function);
-    notification.queue.grantSendMessages(this.outboxRelay.consumer.function);
-    inventory.queue.grantSendMessages(this.outboxRelay.consumer.function);
+    grantItems(t.dedup, this.outboxRelay.consumer.function, ['PutItem', 'DeleteItem']);
+    grantSend(notification.queue, this.outboxRelay.consumer.function);
+    grantSend(inventory.queue, this.outboxRelay.consumer.function);
 
     this.ingress = new Ingress(this, 'Ingress', {
       ingressEntry: lambdaEntry('ingress'),
@@ -141,10 +146,11 @@ export class PipelineStack extends Stack {
       readerEnvironment: { ...common, ORDERS_TABLE: t.orders.tableName, ...this.cache.connectionEnvironment },
       readerVpc: this.cache.functionPlacement,
     });
-    t.orders.grantReadWriteData(this.ingress.ingress.function);
-    t.dedup.grantReadWriteData(this.ingress.ingress.function);
-    payment.queue.grantSendMessages(this.ingress.ingress.function);
-    t.orders.grantReadData(this.ingress.reader.function);
+    // Orders are created (PutItem) and read (GetItem); Idempotency-Key claims are put and given back.
+    grantItems(t.orders, this.ingress.ingress.function, ['GetItem', 'PutItem']);
+    grantItems(t.dedup, this.ingress.ingress.function, ['PutItem', 'DeleteItem']);
+    grantSend(payment.queue, this.ingress.ingress.function);
+    grantItems(t.orders, this.ingress.reader.function, ['GetItem']);
     this.cache.grantConnect(this.ingress.reader.function);
 
     const streams: readonly (readonly [StreamConsumer, ResolvedStreamConsumer])[] = [
@@ -181,7 +187,8 @@ export class PipelineStack extends Stack {
       this.outboxRelay.consumer.function,
       this.ingress.ingress.function,
     ]) {
-      this.controlFlags.degradeFlag.grantRead(fn);
+      // Powertools Parameters' get() is one GetParameter.
+      grantParameterRead(this.controlFlags.degradeFlag, fn, 'ssm:GetParameter');
     }
 
     this.observability = new Observability(this, 'Observability', {

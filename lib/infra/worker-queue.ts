@@ -1,4 +1,5 @@
 /** A job type's queue, dead-letter queue and consumer, with values derived from the pipeline config. */
+import { grantSend } from './grants';
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -126,12 +127,12 @@ export class WorkerQueue extends Construct {
     });
     fn.addEventSource(this.eventSource);
     // Permanent errors go to the DLQ at once, with their error class.
-    this.deadLetterQueue.grantSendMessages(fn);
+    grantSend(this.deadLetterQueue, fn);
     // A standard queue's deferral (busy lease, degrade mode, open circuit, rate limit) re-sends
     // the job to this queue with a delay (sqs-job-runner's defer): without the grant it is
     // AccessDenied on AWS. FIFO deferrals hold the message with ChangeMessageVisibility, which
     // the consume grant covers.
-    if (!fifo) this.queue.grantSendMessages(fn);
-    this.expiredQueue?.grantSendMessages(fn);
+    if (!fifo) grantSend(this.queue, fn);
+    if (this.expiredQueue !== undefined) grantSend(this.expiredQueue, fn);
   }
 }

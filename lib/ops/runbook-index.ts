@@ -9,6 +9,11 @@
  *   facts, its alarms and where each one leads, its commands and drills.
  */
 import type { PipelineConfig, ResolvedJobType, ResolvedStreamConsumer } from '../config';
+import {
+  SQS_MAX_VISIBILITY_SECONDS,
+  permissionHoldCeilingSeconds,
+  permissionHoldSecondsToRedrive,
+} from '../core/backoff';
 import { RUNBOOK } from '../infra/observability';
 import { DRILL_CATALOG, type DrillInfo } from './drills/catalog';
 
@@ -36,6 +41,7 @@ export const ALARM_RUNBOOKS: Readonly<Record<string, string>> = {
   [RUNBOOK.pauseOverdue]: 'consumer paused (informational), pause overdue',
   [RUNBOOK.streamFailures]: 'stream on-failure queue depth > 0 (per stream consumer)',
   [RUNBOOK.flagReconciler]: 'flag reconciler errors',
+  [RUNBOOK.permissionDenied]: 'permission denied ≥ 1 (per consumer; never suppressed by a pause)',
 };
 
 /** A runbook file and its content. */
@@ -73,6 +79,29 @@ function seconds(s: number): string {
   if (s % 3_600 === 0) return `${s / 3_600} h`;
   if (s % 60 === 0 && s >= 60) return `${s / 60} min`;
   return `${s} s`;
+}
+
+/** A span of seconds in hours, minutes and seconds: 4650 → `1 h 17 min 30 s`. */
+export function span(s: number): string {
+  const parts: string[] = [];
+  const h = Math.floor(s / 3_600);
+  const m = Math.floor((s % 3_600) / 60);
+  const rest = s % 60;
+  if (h > 0) parts.push(`${h} h`);
+  if (m > 0) parts.push(`${m} min`);
+  if (rest > 0 || parts.length === 0) parts.push(`${rest} s`);
+  return parts.join(' ');
+}
+
+/**
+ * What a job type does with a job whose consumer is denied an action: the runner's holds
+ * (lib/core/backoff.ts) over its receives, and when SQS's own redrive then takes it.
+ */
+export function permissionHoldFact(j: ResolvedJobType): string {
+  const cap = SQS_MAX_VISIBILITY_SECONDS - j.visibilityTimeoutSeconds;
+  const { shortest, longest } = permissionHoldSecondsToRedrive(j.maxAttempts, cap);
+  const first = permissionHoldCeilingSeconds(1, cap);
+  return `held, never dead-lettered by the consumer: ${span(Math.ceil(first / 2))}–${span(first)} after the first denied receive, doubling per receive (equal jitter, at most ${span(cap)}); SQS's redrive moves it to the DLQ, without context, at the receive after the ${j.maxAttempts}th, ${span(shortest)}–${span(longest)} after the first; \`tenang pause ${j.consumer}\` stops the receives, and so the count`;
 }
 
 const CRITICALITY: Readonly<Record<string, string>> = {
@@ -128,6 +157,7 @@ function facts(c: Consumer): [string, string][] {
           ? 'none: every job is done however late'
           : `${seconds(j.usefulAgeSeconds)}: an older job is not run but moved to \`${j.expiredQueueName}\` and counted (JobExpired); a backlog drains without sending stale work`,
       ],
+      ['permission denied', permissionHoldFact(j)],
       ['cost of pausing', j.pauseCost],
       ['may be paused', j.neededForRecovery ? 'only with `--force`: recovery needs it' : 'yes'],
     ];
@@ -151,6 +181,10 @@ function facts(c: Consumer): [string, string][] {
       `on-failure queue \`${s.onFailureQueueName}\` (batch metadata, not the records); replay with \`tenang dlq replay ${s.consumer}\` while the stream still holds the records (24 h)`,
     ],
     ['latency objective', `${seconds(s.latencyObjectiveSeconds)} of iterator age`],
+    [
+      'permission denied',
+      `the record fails like any error: bisected, retried at most ${s.retryAttempts} times, then its batch goes to the on-failure queue, replayable while the stream holds it (24 h)`,
+    ],
     ['cost of pausing', s.pauseCost],
     ['may be paused', s.neededForRecovery ? 'only with `--force`: recovery needs it' : 'yes'],
   ];
@@ -182,6 +216,7 @@ function consumerPage(c: Consumer): GeneratedFile {
           ],
           [`tenang-<stage>-${name}-throttles`, `${here}: Lambda throttles it; check its concurrency cap`],
           [`tenang-<stage>-${name}-dlq`, `[dlq-not-empty](${RUNBOOK.dlq}.md)`],
+          [`tenang-<stage>-${name}-permission-denied`, `[permission-denied](${RUNBOOK.permissionDenied}.md)`],
           [`tenang-<stage>-${name}-paused, -pause-overdue`, `[pause-overdue](${RUNBOOK.pauseOverdue}.md)`],
         ]
       : [
@@ -189,6 +224,7 @@ function consumerPage(c: Consumer): GeneratedFile {
           [`tenang-<stage>-${name}-iterator-age`, `${here}, then [backlog](${RUNBOOK.backlog}.md)`],
           [`tenang-<stage>-${name}-errors`, `${here}: the consumer itself fails`],
           [`tenang-<stage>-${name}-failures`, `[stream-failures](${RUNBOOK.streamFailures}.md)`],
+          [`tenang-<stage>-${name}-permission-denied`, `[permission-denied](${RUNBOOK.permissionDenied}.md)`],
           [`tenang-<stage>-${name}-paused, -pause-overdue`, `[pause-overdue](${RUNBOOK.pauseOverdue}.md)`],
         ];
   const target = c.kind === 'queue' ? c.job.name : name;

@@ -6,9 +6,11 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { METRIC, METRICS_NAMESPACE, RECONCILER_SERVICE, type PipelineConfig } from '../../lib/config';
 import { parseMathExpression } from '../../lib/local/alarm-evaluator';
+import { PERMISSION_DENIED_RUNBOOK } from '../../lib/adapters/aws/permission-denial';
 import {
   Observability,
   RETRY_RATE_EXPRESSION,
+  RUNBOOK,
   type MonitoredJobType,
   type MonitoredStreamConsumer,
   type ObservabilityProps,
@@ -370,6 +372,78 @@ describe('Class: Observability', () => {
     });
   });
 
+  describe('Permission denied alarms', () => {
+    it.each(allConsumers)(
+      'when %s is denied an action once, its permission-denied alarm pages at once through the topic',
+      (consumer) => {
+        // Act
+        const alarm = alarmNamed(`${consumer}-permission-denied`);
+
+        // Assess
+        expect(alarm).toMatchObject({
+          Namespace: METRICS_NAMESPACE,
+          MetricName: METRIC.permissionDenied,
+          Dimensions: [{ Name: 'service', Value: consumer }],
+          Statistic: 'Sum',
+          Period: 60,
+          Threshold: 1,
+          EvaluationPeriods: 1,
+          DatapointsToAlarm: 1,
+          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+          TreatMissingData: 'notBreaching',
+          AlarmActions: [topic()],
+          OKActions: [topic()],
+        });
+        expect(String(alarm.AlarmDescription)).toContain(`Runbook: runbooks/${RUNBOOK.permissionDenied}.md`);
+      },
+    );
+
+    it.each(allConsumers)(
+      'when %s is paused, its permission-denied alarm is not suppressed: it is a direct alarm, outside the composite',
+      (consumer) => {
+        // Prepare
+        const alarms = observability.alarms.get(consumer);
+        if (alarms === undefined) throw new Error(`no alarms for ${consumer}`);
+
+        // Act
+        const rule = toText(propertiesOf(template, alarms.composite).AlarmRule);
+
+        // Assess
+        expect(alarms.direct).toContain(alarms.permissionDenied);
+        expect(alarms.children).not.toContain(alarms.permissionDenied);
+        expect(rule).not.toContain(logicalId(alarms.permissionDenied));
+        expect(propertiesOf(template, alarms.permissionDenied).ActionsSuppressor).toBeUndefined();
+      },
+    );
+
+    it('when the alarms name the permission-denied runbook, the file exists and the runner names the same one', () => {
+      // Assess
+      expect(fs.existsSync(path.join(RUNBOOKS_DIR, `${RUNBOOK.permissionDenied}.md`))).toBe(true);
+      expect(PERMISSION_DENIED_RUNBOOK).toBe(RUNBOOK.permissionDenied);
+    });
+
+    it("when the pipeline is monitored, the metric alarms are exactly each consumer's children, paused and direct alarms plus the reconciler's", () => {
+      // Prepare
+      const perConsumer = [...observability.alarms.values()].flatMap((a) => [
+        ...a.children,
+        a.paused,
+        ...a.direct,
+      ]);
+
+      // Act
+      const names = resources(template, 'AWS::CloudWatch::Alarm').map(([, a]) =>
+        String(a.Properties.AlarmName),
+      );
+
+      // Assess
+      expect(names).toHaveLength(perConsumer.length + 1);
+      expect(new Set(perConsumer).size).toBe(perConsumer.length);
+      expect(names.filter((n) => n.endsWith('-permission-denied')).sort()).toEqual(
+        allConsumers.map((c) => `tenang-dev-${c}-permission-denied`).sort(),
+      );
+    });
+  });
+
   describe('Runbooks and actions', () => {
     it('when the pipeline is monitored, every alarm and composite names a runbook file that exists', () => {
       // Act
@@ -438,7 +512,7 @@ describe('Class: Observability', () => {
       expect(
         toText(
           (statements.find((s) => s.Effect === 'Allow')?.Condition as Record<string, Record<string, unknown>>)
-            .ArnLike['aws:SourceArn'],
+            .ArnLike?.['aws:SourceArn'],
         ),
       ).toMatch(/:cloudwatch:.*:alarm:\*$/);
       // The TLS-only Deny stays.

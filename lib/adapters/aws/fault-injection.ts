@@ -10,6 +10,10 @@
  * - `ddb-timeout=<rate>`: a request hangs for `timeout-ms`, then fails with TimeoutError, unsent;
  * - `ddb-lost-response=<rate>`: a request is applied, then its answer is lost (TimeoutError): the
  *   ambiguous outcome a real timeout has;
+ * - `ddb-access-denied=<rate>`: a request is refused unsent with AccessDeniedException, as DynamoDB
+ *   answers a role that lacks the action's grant (400, client fault, IAM's "is not authorized to
+ *   perform: dynamodb:<Action> on resource: <table ARN>" message): the permission-denied drill's
+ *   missing grant, while the local platform does not evaluate IAM itself;
  * - `ddb-throttle-at=<n>`, `ddb-timeout-at=<n>`, `ddb-lost-response-at=<n>`: that fault also hits
  *   the client's n-th request (1-based, SDK retries included), so a run with work is sure to see it
  *   once whatever the rates draw;
@@ -24,6 +28,8 @@ export interface SdkFaults {
   readonly throttleRate: number;
   readonly timeoutRate: number;
   readonly lostResponseRate: number;
+  /** Share of requests refused with AccessDeniedException (a missing grant). @default 0 */
+  readonly accessDeniedRate?: number;
   /** The client's request (1-based, retries included) that is throttled whatever the rate. */
   readonly throttleAt?: number;
   /** The client's request that times out unsent whatever the rate. */
@@ -78,6 +84,7 @@ export function parseSdkFaults(spec: string | undefined): SdkFaults | undefined 
     throttleRate: rate('ddb-throttle'),
     timeoutRate: rate('ddb-timeout'),
     lostResponseRate: rate('ddb-lost-response'),
+    ...(parts.has('ddb-access-denied') ? { accessDeniedRate: rate('ddb-access-denied') } : {}),
     throttleAt: at('ddb-throttle-at'),
     timeoutAt: at('ddb-timeout-at'),
     lostResponseAt: at('ddb-lost-response-at'),
@@ -88,6 +95,7 @@ export function parseSdkFaults(spec: string | undefined): SdkFaults | undefined 
     faults.throttleRate > 0 ||
     faults.timeoutRate > 0 ||
     faults.lostResponseRate > 0 ||
+    (faults.accessDeniedRate ?? 0) > 0 ||
     faults.throttleAt !== undefined ||
     faults.timeoutAt !== undefined ||
     faults.lostResponseAt !== undefined ||
@@ -111,6 +119,22 @@ function throttled(): Error {
   );
 }
 
+/**
+ * What DynamoDB answers a role without the grant: `commandName` (e.g. `UpdateItemCommand`) names
+ * the action, `table` the resource, the function's own role the principal.
+ */
+function accessDenied(commandName: string, table: string | undefined): Error {
+  const action = `dynamodb:${commandName.replace(/Command$/, '')}`;
+  const region = process.env.AWS_REGION ?? 'us-east-1';
+  const fn = process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'function';
+  const resource = `arn:aws:dynamodb:${region}:123456789012:table/${table ?? '*'}`;
+  return injected(
+    'AccessDeniedException',
+    `User: arn:aws:sts::123456789012:assumed-role/${fn}/${fn} is not authorized to perform: ${action} on resource: ${resource} because no identity-based policy allows the ${action} action`,
+    { $fault: 'client', $metadata: { httpStatusCode: 400 } },
+  );
+}
+
 function timedOut(): Error {
   return injected('TimeoutError', 'Connection timed out after the request timeout', {
     code: 'ETIMEDOUT',
@@ -119,6 +143,8 @@ function timedOut(): Error {
 }
 
 type Input = {
+  readonly TableName?: string;
+  readonly TransactItems?: readonly Record<string, { TableName?: string } | undefined>[];
   readonly Key?: Record<string, { S?: string } | undefined>;
   readonly UpdateExpression?: string;
   readonly ExpressionAttributeValues?: Record<string, { S?: string } | undefined>;
@@ -149,6 +175,14 @@ export function addSdkFaults(
       const commandName = (context as { commandName?: string }).commandName ?? '';
       requests += 1;
       const request = requests;
+      // Drawn only when the fault is on: the other faults' draws stay as they were.
+      const accessDeniedRate = faults.accessDeniedRate ?? 0;
+      if (accessDeniedRate > 0 && random() < accessDeniedRate) {
+        write(`${FAULT_TRACE_PREFIX}ddb-access-denied ${commandName}`);
+        const input = args.input as Input;
+        const table = input.TableName ?? Object.values(input.TransactItems?.[0] ?? {})[0]?.TableName;
+        throw accessDenied(commandName, table);
+      }
       if (request === faults.throttleAt || random() < faults.throttleRate) {
         write(`${FAULT_TRACE_PREFIX}ddb-throttle ${commandName}`);
         throw throttled();

@@ -11,6 +11,13 @@
  *   the whole visibility timeout);
  * - a deferral (busy lock, degrade mode) re-sends the message with a delay instead of failing
  *   it, so waiting never pushes a job towards the DLQ;
+ * - a permission error (the deployment denies an action: the handler's, the deferral's re-send,
+ *   the side queue's or the DLQ's own send) is never dead-lettered by the runner, on no attempt:
+ *   one error line names the denied action and resource, PermissionDenied is counted, and the
+ *   message is held with its visibility (5 min doubling per receive, equal jitter, capped below
+ *   SQS's 12 h) and reported as a failure. A missing grant would otherwise drain the whole
+ *   queue into its DLQ within one batch; held, the jobs wait for the fixed deployment (or for an
+ *   operator's pause, which stops their receives and so their count towards SQS's redrive);
  * - sheddable work older than its useful age is not run: it is moved to the side queue with its
  *   age and counted (JobExpired), so a drained backlog sends no stale work and drops nothing.
  */
@@ -30,9 +37,15 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { METRIC, type ResolvedJobType } from '../../config';
-import { decideRetry, type Random } from '../../core/backoff';
+import {
+  SQS_MAX_VISIBILITY_SECONDS,
+  decideRetry,
+  permissionHoldSeconds,
+  type Random,
+} from '../../core/backoff';
 import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../core/envelope';
-import { classifyError, errorClassName, type ErrorClass } from '../../core/errors';
+import { classifyError, errorClassName, permissionDenial, type ErrorClass } from '../../core/errors';
+import { reportPermissionDenial } from './permission-denial';
 
 /** What a job handler reports. */
 export type JobOutcome =
@@ -149,6 +162,9 @@ export function createSqsJobRunner<T extends JobTypeName>(
   const random = opts.random ?? Math.random;
   const now = opts.now ?? ((): Date => new Date());
   const usefulAgeSeconds = opts.jobType.usefulAgeSeconds;
+  // SQS counts its 12 h maximum from the receive: less the visibility timeout, the most that can
+  // have passed since the receive while the message is still this invocation's.
+  const holdCapSeconds = SQS_MAX_VISIBILITY_SECONDS - opts.jobType.visibilityTimeoutSeconds;
   if (usefulAgeSeconds !== undefined && opts.expiredQueueUrl === undefined) {
     throw new Error(
       `${opts.jobType.name} declares usefulAgeSeconds but its consumer has no side queue (EXPIRED_QUEUE_URL)`,
@@ -253,10 +269,99 @@ export function createSqsJobRunner<T extends JobTypeName>(
         );
       } catch (visibilityError) {
         // The message still returns, after the full visibility timeout.
-        opts.logger.warn('could not set the retry delay', { error: visibilityError as Error });
+        if (!reportedDenial(visibilityError, opts.logger, 'setting the retry delay')) {
+          opts.logger.warn('could not set the retry delay', { error: visibilityError as Error });
+        }
       }
     }
     throw new RetryLaterError(`attempt ${attempt} failed; retrying`, { cause: error });
+  }
+
+  /** Logs and counts `error` when it is an access denial; answers whether it was. */
+  function reportedDenial(
+    error: unknown,
+    logger: Logger,
+    during: string,
+    extra: Record<string, unknown> = {},
+  ): boolean {
+    return reportPermissionDenial(error, { logger, metrics: opts.metrics, during, extra }) !== undefined;
+  }
+
+  /**
+   * Holds a message whose processing was denied an action: never dead-lettered by the runner,
+   * whatever the attempt. Its visibility is set to the permission hold (5 min doubling per
+   * receive, equal jitter, capped below SQS's 12 h) and the record is reported as a failure, so
+   * the message stays in the queue and returns when the hold ends — by then, ideally, with the
+   * deployment fixed. A denied hold leaves the message to return after the queue's visibility
+   * timeout: still held by SQS, still not dead-lettered. FIFO: the group waits behind it, as
+   * behind any retry.
+   */
+  async function holdDenied(
+    record: SQSRecord,
+    attempt: number,
+    error: unknown,
+    logger: Logger,
+    during: string,
+  ): Promise<never> {
+    const holdSeconds = permissionHoldSeconds(attempt, random, holdCapSeconds);
+    let hold: Record<string, unknown>;
+    try {
+      await opts.sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: opts.queueUrl,
+          ReceiptHandle: record.receiptHandle,
+          VisibilityTimeout: holdSeconds,
+        }),
+      );
+      hold = { held: true, holdSeconds };
+    } catch (holdError) {
+      // Denied too (sqs:ChangeMessageVisibility), or refused: SQS still holds the message until
+      // its visibility timeout ends, and the record is still not deleted.
+      const denial = permissionDenial(holdError);
+      hold = {
+        held: false,
+        holdError:
+          denial === undefined ? errorClassName(holdError) : `${denial.code} (${denial.action ?? 'denied'})`,
+        returnsAfter: `the queue's visibility timeout (${opts.jobType.visibilityTimeoutSeconds} s from the receive)`,
+      };
+    }
+    reportedDenial(error, logger, during, {
+      ...hold,
+      attempt,
+      maxReceiveCount: opts.jobType.maxAttempts,
+      note: 'job held, not dead-lettered: a permission error is a deployment defect, not a bad job',
+    });
+    throw new RetryLaterError(
+      hold.held === true ? `permission denied; held for ${holdSeconds} s` : 'permission denied; hold refused',
+      { cause: error },
+    );
+  }
+
+  /**
+   * Dead-letters a job; a denied DLQ send holds the message instead of failing it bare, so it
+   * stays in its queue (SQS's redrive takes it after maxReceiveCount receives, without context).
+   */
+  async function deadLetterOrHold(
+    record: SQSRecord,
+    error: unknown,
+    errorKind: ErrorClass,
+    attempt: number,
+    correlationId: string | undefined,
+    logger: Logger,
+  ): Promise<void> {
+    try {
+      await deadLetter(record, error, errorKind, attempt, correlationId);
+    } catch (dlqError) {
+      if (classifyError(dlqError) === 'deployment') {
+        await holdDenied(record, attempt, dlqError, logger, 'sending a failed job to the DLQ');
+      }
+      logger.error('job failed and could not be sent to the DLQ; it returns after its visibility timeout', {
+        errorClass: errorClassName(error),
+        error: error as Error,
+        dlqError: dlqError as Error,
+      });
+      throw dlqError;
+    }
   }
 
   /**
@@ -282,12 +387,14 @@ export function createSqsJobRunner<T extends JobTypeName>(
           }),
         );
       } catch (error) {
-        opts.logger.warn(
-          'could not release a skipped FIFO message; it returns after its visibility timeout',
-          {
-            error: error as Error,
-          },
-        );
+        if (!reportedDenial(error, opts.logger, 'releasing a skipped FIFO message')) {
+          opts.logger.warn(
+            'could not release a skipped FIFO message; it returns after its visibility timeout',
+            {
+              error: error as Error,
+            },
+          );
+        }
       }
     }
   }
@@ -336,13 +443,17 @@ export function createSqsJobRunner<T extends JobTypeName>(
         logger = logger.createChild({ persistentKeys: { correlationId } });
       }
       const kind = classifyError(error);
+      if (kind === 'deployment') {
+        // Before the attempt bound: the last attempt holds too. The job is not at fault.
+        await holdDenied(record, attempt, error, logger, 'processing the job');
+      }
       if (kind === 'permanent' || (kind === 'transient' && attempt >= opts.jobType.maxAttempts)) {
+        await deadLetterOrHold(record, error, kind, attempt, correlationId, logger);
         logger.error('job failed; sent to the DLQ', {
           errorClass: errorClassName(error),
           error: error as Error,
         });
         opts.metrics.addMetric(METRIC.jobFailedPermanently, MetricUnit.Count, 1);
-        await deadLetter(record, error, kind, attempt, correlationId);
         return;
       }
       if (kind === 'bug') {
@@ -350,7 +461,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
         logger.error('job failed with an unexpected error (bug)', { error: error as Error });
         opts.metrics.addMetric(METRIC.jobBug, MetricUnit.Count, 1);
         if (attempt >= opts.jobType.maxAttempts) {
-          await deadLetter(record, error, kind, attempt, correlationId);
+          await deadLetterOrHold(record, error, kind, attempt, correlationId, logger);
           return;
         }
         throw error;

@@ -13,6 +13,8 @@ export interface DrillInfo {
   readonly incident: string;
   /** Consumers (function logical names) the drill exercises: their fact sheets count as drilled. */
   readonly consumers: readonly string[];
+  /** Longest the drill may take, seconds, when it waits out something real (a hold). @default 300 */
+  readonly timeoutSeconds?: number;
 }
 
 /** Every drill, in the order `tenang drill --list` shows them. */
@@ -78,6 +80,15 @@ export const DRILL_CATALOG = [
     incident:
       'the cache invalidator keeps failing until a batch of order changes reaches its on-failure queue',
     consumers: ['cache-invalidator'],
+  },
+  {
+    name: 'permission-denied',
+    runbook: 'permission-denied',
+    incident:
+      "a deploy drops the notification consumer's grant on the dedup table, so every notification is denied",
+    consumers: ['notification-consumer'],
+    // The held notifications return when their first hold ends: up to 5 minutes.
+    timeoutSeconds: 480,
   },
 ] as const satisfies readonly DrillInfo[];
 

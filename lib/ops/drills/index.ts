@@ -5,6 +5,7 @@ import type { Drill } from './drill';
 import { duplicates } from './duplicates';
 import { flagReconciler } from './flag-reconciler';
 import { pauseOverdue } from './pause-overdue';
+import { permissionDenied } from './permission-denied';
 import { retryStorm } from './retry-storm';
 import { staleCache } from './stale-cache';
 import { streamFailures } from './stream-failures';
@@ -23,6 +24,7 @@ export const DRILLS: readonly Drill[] = [
   flagReconciler,
   staleCache,
   streamFailures,
+  permissionDenied,
 ];
 
 /** The drill named `name`, or undefined. */

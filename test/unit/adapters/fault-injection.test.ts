@@ -5,6 +5,7 @@ import {
   parseSdkFaults,
   type SdkFaults,
 } from '../../../lib/adapters/aws/fault-injection';
+import { classifyError, permissionDenial } from '../../../lib/core/errors';
 
 type Stack = DynamoDBClient['middlewareStack'];
 type Handler = (args: { input: object }) => Promise<{ output: object }>;
@@ -23,16 +24,18 @@ function faultySender(faults: SdkFaults, random: () => number = () => 1) {
     applied += 1;
     return Promise.resolve({ output: {} });
   };
-  const send = async (): Promise<string> => {
+  const errors: Error[] = [];
+  const send = async (input: object = {}, commandName = 'PutItemCommand'): Promise<string> => {
     if (middleware === undefined) throw new Error('no middleware was added');
     try {
-      await middleware(next, { commandName: 'PutItemCommand' })({ input: {} });
+      await middleware(next, { commandName })({ input });
       return 'ok';
     } catch (error) {
+      errors.push(error as Error);
       return (error as Error).name;
     }
   };
-  return { send, applied: () => applied, lines };
+  return { send, applied: () => applied, lines, errors };
 }
 
 const NONE: SdkFaults = {
@@ -64,6 +67,12 @@ describe('Function: parseSdkFaults', () => {
       timeoutMs: 50,
       traceLocks: false,
     });
+  });
+
+  it('when access denial is named, it reads its rate; absent, the field is left out', () => {
+    expect(parseSdkFaults('ddb-access-denied=1')).toMatchObject({ accessDeniedRate: 1 });
+    expect(parseSdkFaults('ddb-access-denied=0')).toBeUndefined();
+    expect(parseSdkFaults('ddb-throttle=0.5')).not.toHaveProperty('accessDeniedRate');
   });
 
   it('when only a forced request is named, the faults are active', () => {
@@ -108,6 +117,47 @@ describe('Function: addSdkFaults', () => {
     // Assess
     expect(outcomes).toEqual(['ok', 'ok', 'ProvisionedThroughputExceededException']);
     expect(applied()).toBe(2);
+  });
+
+  it('when access is denied, the request is refused unsent as DynamoDB refuses a missing grant: a deployment error naming the action and table', async () => {
+    // Prepare
+    const { send, applied, lines, errors } = faultySender({ ...NONE, accessDeniedRate: 1 }, () => 0.5);
+
+    // Act
+    const outcome = await send({ TableName: 'tenang-dev-dedup' }, 'UpdateItemCommand');
+    const transact = await send(
+      { TransactItems: [{ Put: { TableName: 'tenang-dev-idempotency' } }] },
+      'TransactWriteItemsCommand',
+    );
+
+    // Assess
+    expect([outcome, transact]).toEqual(['AccessDeniedException', 'AccessDeniedException']);
+    expect(applied()).toBe(0);
+    expect(lines).toEqual([
+      `${FAULT_TRACE_PREFIX}ddb-access-denied UpdateItemCommand`,
+      `${FAULT_TRACE_PREFIX}ddb-access-denied TransactWriteItemsCommand`,
+    ]);
+    expect(classifyError(errors[0])).toBe('deployment');
+    expect(permissionDenial(errors[0])).toMatchObject({
+      action: 'dynamodb:UpdateItem',
+      resource: expect.stringMatching(/:table\/tenang-dev-dedup$/),
+    });
+    expect(permissionDenial(errors[1])?.resource).toMatch(/:table\/tenang-dev-idempotency$/);
+  });
+
+  it('when access denial is off, it draws nothing for it: the other faults see the draws they saw before', async () => {
+    // Prepare
+    const draws: number[] = [];
+    const { send } = faultySender({ ...NONE, throttleRate: 0.5 }, () => {
+      draws.push(1);
+      return 0.9;
+    });
+
+    // Act
+    await send();
+
+    // Assess: one draw each for throttle, timeout and lost response.
+    expect(draws).toHaveLength(3);
   });
 
   it('when the rates draw a fault, it fires whatever the forced index', async () => {

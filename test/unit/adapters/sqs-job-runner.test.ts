@@ -1,8 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import { IdempotencyPersistenceLayerError } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBServiceException } from '@aws-sdk/client-dynamodb';
 import {
   ChangeMessageVisibilityCommand,
   SQSClient,
+  SQSServiceException,
   SendMessageCommand,
   type SendMessageCommandInput,
 } from '@aws-sdk/client-sqs';
@@ -18,8 +21,10 @@ import {
   type JobOutcome,
 } from '../../../lib/adapters/aws/sqs-job-runner';
 import { ProviderRejectedError, ProviderUnavailableError } from '../../../lib/adapters/http/provider-client';
+import { PERMISSION_DENIED_RUNBOOK } from '../../../lib/adapters/aws/permission-denial';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC, backoffCeilingSeconds, type ResolvedJobType } from '../../../lib/config';
+import { SQS_MAX_VISIBILITY_SECONDS, permissionHoldSeconds } from '../../../lib/core/backoff';
 import { makeEnvelope, type JobEnvelope, type JobTypeName, type PayloadOf } from '../../../lib/core/envelope';
 
 const REGION = 'eu-west-1';
@@ -130,9 +135,17 @@ const SEED = 42;
 
 const sqsMock = mockClient(SQSClient);
 let stdout: string[];
+let stderr: string[];
 
-/** Builds the runner for `jobType` over the mocked SQS client, a silent Logger and real Metrics. */
-function runnerFor(jobType: ResolvedJobType, behaviour: Behaviour = {}) {
+/**
+ * Builds the runner for `jobType` over the mocked SQS client, a Logger (silent unless
+ * `logLevel` says, its lines then go to the captured stdout) and real Metrics.
+ */
+function runnerFor(
+  jobType: ResolvedJobType,
+  behaviour: Behaviour = {},
+  { logLevel = 'SILENT' }: { readonly logLevel?: 'SILENT' | 'ERROR' } = {},
+) {
   const calls: { job: JobEnvelope; ctx: JobContext }[] = [];
   const run = createSqsJobRunner({
     jobType,
@@ -143,7 +156,7 @@ function runnerFor(jobType: ResolvedJobType, behaviour: Behaviour = {}) {
       ? {}
       : { expiredQueueUrl: queueUrl(jobType.expiredQueueName) }),
     sqs: new SQSClient({ region: REGION }),
-    logger: new Logger({ serviceName: jobType.consumer, logLevel: 'SILENT' }),
+    logger: new Logger({ serviceName: jobType.consumer, logLevel }),
     metrics: new Metrics({ namespace: 'tenang', serviceName: jobType.consumer }),
     handle: async (job, ctx) => {
       calls.push({ job, ctx });
@@ -190,6 +203,51 @@ const sqsAccepts = (value: string): boolean =>
 const sentAttributeValues = (): string[] =>
   sentMessages().flatMap((m) => Object.values(m.MessageAttributes ?? {}).map((a) => a.StringValue ?? ''));
 
+/** IAM's denial wording, as every service returns it in the error message. */
+const deniedMessage = (action: string, resource: string): string =>
+  `User: arn:aws:sts::${ACCOUNT}:assumed-role/tenang-test-consumer-role/tenang-test-consumer is not authorized to perform: ${action} on resource: ${resource} because no identity-based policy allows the ${action} action`;
+
+/** What SQS's SDK raises for a denial: its JSON protocol is query-compatible, so the error is named AccessDenied. */
+function sqsDenied(action: string, queueName: string): SQSServiceException {
+  return new SQSServiceException({
+    name: 'AccessDenied',
+    $fault: 'client',
+    $metadata: { httpStatusCode: 403 },
+    message: deniedMessage(action, `arn:aws:sqs:${REGION}:${ACCOUNT}:${queueName}`),
+  });
+}
+
+/** What DynamoDB's SDK raises for a denial: AccessDeniedException, a 400 with a client fault. */
+function dynamoDenied(action: string, table: string): DynamoDBServiceException {
+  return new DynamoDBServiceException({
+    name: 'AccessDeniedException',
+    $fault: 'client',
+    $metadata: { httpStatusCode: 400 },
+    message: deniedMessage(action, `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${table}`),
+  });
+}
+
+/** The hold the runner's first draw gives on receive `attempt` of `jobType` (seeded like the runner). */
+const firstHold = (jobType: ResolvedJobType, attempt: number): number =>
+  permissionHoldSeconds(
+    attempt,
+    seededRandom(SEED),
+    SQS_MAX_VISIBILITY_SECONDS - jobType.visibilityTimeoutSeconds,
+  );
+
+/** The ERROR lines the runner logged (JSON lines; Powertools writes them to stderr). */
+const errorLines = (): Record<string, unknown>[] =>
+  [...stdout, ...stderr]
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((doc) => !('_aws' in doc) && doc.level === 'ERROR');
+
+/** The visibility changes the runner made, as [receipt handle, seconds]. */
+const visibilityChanges = (): [string | undefined, number | undefined][] =>
+  sqsMock
+    .commandCalls(ChangeMessageVisibilityCommand)
+    .map((call) => [call.args[0].input.ReceiptHandle, call.args[0].input.VisibilityTimeout]);
+
 const savedEnv = { ...process.env };
 
 beforeEach(() => {
@@ -209,8 +267,13 @@ beforeEach(() => {
     );
     return true;
   });
-  // Powertools warns on stderr about some settings; keep the test output clean.
-  jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  // Powertools warns on stderr about some settings, and writes ERROR lines there: keep the test
+  // output clean and the lines for the tests that read them.
+  stderr = [];
+  jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    stderr.push(...chunk.toString().split('\n'));
+    return true;
+  });
 });
 
 afterEach(() => {
@@ -932,6 +995,458 @@ describe('Function: createSqsJobRunner', () => {
           }),
         }),
       ]);
+    });
+  });
+
+  describe('when the deployment denies an action (a permission error)', () => {
+    const ordersTable = 'tenang-test-dedup';
+
+    it('when the handler is denied a DynamoDB write, the job is held with the first hold, counted, logged once naming the action, and not dead-lettered', async () => {
+      // Prepare
+      const runner = runnerFor(
+        NOTIFY,
+        {
+          'm-1': () => {
+            throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+          },
+        },
+        { logLevel: 'ERROR' },
+      );
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send') })),
+      );
+
+      // Assess
+      const hold = firstHold(NOTIFY, 1);
+      expect(hold).toBeGreaterThanOrEqual(150);
+      expect(hold).toBeLessThanOrEqual(300);
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', hold]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+      expect(metricValues(METRIC.jobFailedPermanently)).toEqual([]);
+      expect(metricValues(METRIC.jobRetried)).toEqual([]);
+      const lines = errorLines();
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({
+        service: NOTIFY.consumer,
+        messageId: 'm-1',
+        correlationId: 'corr-ord-1',
+        deniedAction: 'dynamodb:UpdateItem',
+        deniedResource: `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${ordersTable}`,
+        errorCode: 'AccessDeniedException',
+        held: true,
+        holdSeconds: hold,
+        attempt: 1,
+      });
+      expect(String(lines[0]?.message)).toContain(
+        `dynamodb:UpdateItem on arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${ordersTable}`,
+      );
+      expect(String(lines[0]?.message)).toContain(`runbooks/${PERMISSION_DENIED_RUNBOOK}.md`);
+    });
+
+    it('when PermissionDenied is emitted, it carries the same dimensions as the other job metrics', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+        },
+      });
+
+      // Act
+      await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send') }),
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-2', body: jobBody('notification.send', 'ord-2') }),
+        ),
+      );
+
+      // Assess
+      const dimensionsOf = (name: string): unknown[] =>
+        stdout
+          .map(
+            (line) =>
+              JSON.parse(line) as {
+                _aws?: { CloudWatchMetrics: { Dimensions: unknown; Metrics: { Name: string }[] }[] };
+              },
+          )
+          .flatMap((doc) => doc._aws?.CloudWatchMetrics ?? [])
+          .filter((m) => m.Metrics.some((metric) => metric.Name === name))
+          .map((m) => m.Dimensions);
+      expect(dimensionsOf(METRIC.permissionDenied)).toEqual(dimensionsOf(METRIC.jobSucceeded));
+      expect(dimensionsOf(METRIC.permissionDenied)).toEqual([[['service']]]);
+    });
+
+    it('when it is the last allowed attempt, the job is still held, never sent to the DLQ nor deleted', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+        },
+      });
+      const attempt = NOTIFY.maxAttempts;
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send'), attempt }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, attempt)]]);
+      expect(firstHold(NOTIFY, attempt)).toBeGreaterThanOrEqual((300 * 2 ** (attempt - 1)) / 2);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+    });
+
+    it('when one job of a batch is denied, its batch-mates still succeed', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY, {
+        'm-2': () => {
+          throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send', 'ord-1') }),
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-2', body: jobBody('notification.send', 'ord-2') }),
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-3', body: jobBody('notification.send', 'ord-3') }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-2']);
+      expect(runner.handledIds().sort()).toEqual(['m-1', 'm-2', 'm-3']);
+      expect(metricTotal(METRIC.jobSucceeded)).toBe(2);
+      expect(metricTotal(METRIC.permissionDenied)).toBe(1);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+    });
+
+    it("when Powertools' idempotency wraps the persistence layer's denial in its cause, the job is held too", async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT, {
+        'm-1': () => {
+          throw new IdempotencyPersistenceLayerError(
+            'Failed to save in progress record to idempotency store',
+            {
+              cause: dynamoDenied('dynamodb:PutItem', 'tenang-test-idempotency'),
+            },
+          );
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: PAYMENT, messageId: 'm-1', body: jobBody('payment.capture') })),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(PAYMENT, 1)]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+    });
+
+    it('when the deferral re-send (SendMessage to its own queue) is denied, the job is held, not dead-lettered', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.queueName));
+      const runner = runnerFor(
+        NOTIFY,
+        { 'm-1': () => ({ kind: 'deferred', delaySeconds: 30, reason: 'lock busy' }) },
+        { logLevel: 'ERROR' },
+      );
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send'), attempt: 2 }),
+        ),
+      );
+
+      // Assess: one send, the deferral's, to the source queue; none to the DLQ.
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sentMessages().map((m) => m.QueueUrl)).toEqual([queueUrl(NOTIFY.queueName)]);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, 2)]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+      expect(errorLines()).toEqual([
+        expect.objectContaining({
+          deniedAction: 'sqs:SendMessage',
+          deniedResource: `arn:aws:sqs:${REGION}:${ACCOUNT}:${NOTIFY.queueName}`,
+          errorCode: 'AccessDenied',
+        }),
+      ]);
+    });
+
+    it('when the deferral re-send is denied on the last attempt, the job is still held', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.queueName));
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => ({ kind: 'deferred', delaySeconds: 30, reason: 'lock busy' }),
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({
+            jobType: NOTIFY,
+            messageId: 'm-1',
+            body: jobBody('notification.send'),
+            attempt: NOTIFY.maxAttempts,
+          }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sentMessages().map((m) => m.QueueUrl)).toEqual([queueUrl(NOTIFY.queueName)]);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, NOTIFY.maxAttempts)]]);
+    });
+
+    it('when a permanently failing job cannot be dead-lettered because the DLQ send is denied, it is held in its queue, not deleted', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.dlqName));
+      const runner = runnerFor(NOTIFY, {}, { logLevel: 'ERROR' });
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: 'not json' })),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sentMessages().map((m) => m.QueueUrl)).toEqual([queueUrl(NOTIFY.dlqName)]);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, 1)]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+      // Not counted as dead-lettered: it was not.
+      expect(metricValues(METRIC.jobFailedPermanently)).toEqual([]);
+      expect(errorLines()).toEqual([
+        expect.objectContaining({
+          deniedAction: 'sqs:SendMessage',
+          deniedResource: `arn:aws:sqs:${REGION}:${ACCOUNT}:${NOTIFY.dlqName}`,
+          errorClass: 'AccessDenied',
+        }),
+      ]);
+      expect(String(errorLines()[0]?.message)).toContain('sending a failed job to the DLQ');
+    });
+
+    it('when the DLQ send is denied on the last attempt of a transient failure, the job is held, not deleted', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.dlqName));
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw new ProviderUnavailableError('https://messaging.example.com/messages: HTTP 503');
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({
+            jobType: NOTIFY,
+            messageId: 'm-1',
+            body: jobBody('notification.send'),
+            attempt: NOTIFY.maxAttempts,
+          }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, NOTIFY.maxAttempts)]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+    });
+
+    it('when the DLQ send of a bug on its last attempt is denied, the job is held, not deleted', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.dlqName));
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw new TypeError('cannot read properties of undefined');
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({
+            jobType: NOTIFY,
+            messageId: 'm-1',
+            body: jobBody('notification.send'),
+            attempt: NOTIFY.maxAttempts,
+          }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, NOTIFY.maxAttempts)]]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+      expect(metricValues(METRIC.jobBug)).toEqual([1]);
+    });
+
+    it('when the side queue send of an expired job is denied, the job is held, not dead-lettered', async () => {
+      // Prepare
+      sqsMock.on(SendMessageCommand).rejects(sqsDenied('sqs:SendMessage', NOTIFY.expiredQueueName ?? ''));
+      const runner = runnerFor(NOTIFY);
+      const aged = new Date(NOW.getTime() - ((NOTIFY.usefulAgeSeconds ?? 0) + 60) * 1000);
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send', 'ord-1', aged) }),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sentMessages().map((m) => m.QueueUrl)).toEqual([queueUrl(NOTIFY.expiredQueueName ?? '')]);
+      expect(visibilityChanges()).toEqual([['receipt-m-1', firstHold(NOTIFY, 1)]]);
+    });
+
+    it('when the hold itself is denied too, the record still fails: the message returns after the visibility timeout, not dead-lettered', async () => {
+      // Prepare
+      sqsMock
+        .on(ChangeMessageVisibilityCommand)
+        .rejects(sqsDenied('sqs:ChangeMessageVisibility', NOTIFY.queueName));
+      const runner = runnerFor(
+        NOTIFY,
+        {
+          'm-1': () => {
+            throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+          },
+        },
+        { logLevel: 'ERROR' },
+      );
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send') })),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+      expect(errorLines()).toEqual([
+        expect.objectContaining({
+          deniedAction: 'dynamodb:UpdateItem',
+          held: false,
+          holdError: 'AccessDenied (sqs:ChangeMessageVisibility)',
+        }),
+      ]);
+    });
+
+    it('when a transient failure cannot set its retry delay because that is denied, the denial is counted and the record still fails', async () => {
+      // Prepare
+      sqsMock
+        .on(ChangeMessageVisibilityCommand)
+        .rejects(sqsDenied('sqs:ChangeMessageVisibility', NOTIFY.queueName));
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw new ProviderUnavailableError('timeout');
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body: jobBody('notification.send') })),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(metricValues(METRIC.jobRetried)).toEqual([1]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+    });
+
+    it('when a FIFO record is denied, it is held and blocks its group like any retry; the other group succeeds', async () => {
+      // Prepare
+      const runner = runnerFor(PAYMENT, {
+        'a-1': () => {
+          throw dynamoDenied('dynamodb:TransactWriteItems', 'tenang-test-orders');
+        },
+      });
+      const record = (messageId: string, group: string): SQSRecord =>
+        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          record('a-1', 'ord-a'),
+          record('b-1', 'ord-b'),
+          record('a-2', 'ord-a'),
+          record('b-2', 'ord-b'),
+        ),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['a-1', 'a-2']);
+      expect(runner.handledIds()).toEqual(['a-1', 'b-1', 'b-2']);
+      expect(visibilityChanges()).toEqual([
+        ['receipt-a-1', firstHold(PAYMENT, 1)],
+        ['receipt-a-2', 0],
+      ]);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(metricTotal(METRIC.jobSucceeded)).toBe(2);
+    });
+
+    it('when a FIFO deferral hold is denied, the job is held by the permission schedule instead of dead-lettered', async () => {
+      // Prepare: the deferral's own visibility change is refused once, the permission hold is not.
+      sqsMock
+        .on(ChangeMessageVisibilityCommand)
+        .rejectsOnce(sqsDenied('sqs:ChangeMessageVisibility', PAYMENT.queueName))
+        .resolves({});
+      const runner = runnerFor(PAYMENT, {
+        'm-1': () => ({ kind: 'deferred', delaySeconds: 20, reason: 'in progress elsewhere' }),
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(sqsRecord({ jobType: PAYMENT, messageId: 'm-1', body: jobBody('payment.capture') })),
+      );
+
+      // Assess
+      expect(failedIds(response)).toEqual(['m-1']);
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      expect(visibilityChanges()).toEqual([
+        ['receipt-m-1', 20],
+        ['receipt-m-1', firstHold(PAYMENT, 1)],
+      ]);
+      expect(metricValues(METRIC.permissionDenied)).toEqual([1]);
+    });
+
+    it('when a denied job is redelivered on every receive, the runner never dead-letters it and its holds grow', async () => {
+      // Prepare
+      const runner = runnerFor(NOTIFY, {
+        'm-1': () => {
+          throw dynamoDenied('dynamodb:UpdateItem', ordersTable);
+        },
+      });
+      const body = jobBody('notification.send');
+
+      // Act: every receive SQS would make before its own redrive.
+      for (let attempt = 1; attempt <= NOTIFY.maxAttempts; attempt += 1) {
+        const response = await runner.run(
+          eventOf(sqsRecord({ jobType: NOTIFY, messageId: 'm-1', body, attempt })),
+        );
+        expect(failedIds(response)).toEqual(['m-1']);
+      }
+
+      // Assess
+      expect(sqsMock).not.toHaveReceivedCommand(SendMessageCommand);
+      const holds = visibilityChanges().map(([, seconds]) => seconds ?? 0);
+      expect(holds).toHaveLength(NOTIFY.maxAttempts);
+      holds.forEach((hold, i) => {
+        const ceiling = 300 * 2 ** i;
+        expect(hold).toBeGreaterThanOrEqual(ceiling / 2);
+        expect(hold).toBeLessThanOrEqual(ceiling);
+      });
+      expect(metricTotal(METRIC.permissionDenied)).toBe(NOTIFY.maxAttempts);
     });
   });
 

@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { backoffCeilingSeconds, type RetryPolicy } from '../../../lib/config';
-import { decideRetry, fullJitterDelaySeconds, type RetryDecision } from '../../../lib/core/backoff';
+import { stageConfig } from '../../../lib/adapters/lambda-env';
+import {
+  PERMISSION_HOLD_BASE_SECONDS,
+  SQS_MAX_VISIBILITY_SECONDS,
+  decideRetry,
+  fullJitterDelaySeconds,
+  permissionHoldCeilingSeconds,
+  permissionHoldSeconds,
+  permissionHoldSecondsToRedrive,
+  type RetryDecision,
+} from '../../../lib/core/backoff';
 
 /** The largest double below 1: the top of Math.random's range. */
 const ALMOST_ONE = 1 - Number.EPSILON / 2;
@@ -193,4 +203,86 @@ describe('Function: decideRetry', () => {
       expect(act).toThrow(RangeError);
     },
   );
+});
+
+describe('Function: permissionHoldSeconds', () => {
+  it('when a receive is denied, the hold is a whole number within [ceiling/2, ceiling], ceiling = min(cap, 300 × 2^(n-1))', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 2_000 }),
+        anyDraw,
+        fc.integer({ min: 1, max: SQS_MAX_VISIBILITY_SECONDS }),
+        (attempt, draw, cap) => {
+          // Act
+          const hold = permissionHoldSeconds(attempt, () => draw, cap);
+
+          // Assess
+          const ceiling = Math.min(cap, PERMISSION_HOLD_BASE_SECONDS * 2 ** (attempt - 1));
+          expect(Number.isInteger(hold)).toBe(true);
+          expect(hold).toBeGreaterThanOrEqual(Math.ceil(ceiling / 2));
+          expect(hold).toBeLessThanOrEqual(ceiling);
+        },
+      ),
+    );
+  });
+
+  it('when the draws are at their ends, the first hold spans 150 to 300 s and the fifth 2400 to 4800 s', () => {
+    // Act
+    const first = [permissionHoldSeconds(1, () => 0), permissionHoldSeconds(1, () => ALMOST_ONE)];
+    const fifth = [permissionHoldSeconds(5, () => 0), permissionHoldSeconds(5, () => ALMOST_ONE)];
+
+    // Assess
+    expect(first).toEqual([150, 300]);
+    expect(fifth).toEqual([2_400, 4_800]);
+  });
+
+  it('when the attempt is late, the hold never exceeds SQS maximum visibility (12 h)', () => {
+    // Act
+    const hold = permissionHoldSeconds(40, () => ALMOST_ONE);
+
+    // Assess
+    expect(permissionHoldCeilingSeconds(40)).toBe(SQS_MAX_VISIBILITY_SECONDS);
+    expect(hold).toBe(SQS_MAX_VISIBILITY_SECONDS);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('when the attempt is %p, it refuses it', (attempt) => {
+    expect(() => permissionHoldSeconds(attempt, () => 0)).toThrow(RangeError);
+  });
+});
+
+describe('Function: permissionHoldSecondsToRedrive', () => {
+  it('when every receive of a reference job type is denied, SQS redrives it after the sum of its holds', () => {
+    // Prepare
+    const jobTypes = stageConfig('dev', 'eu-west-1').jobTypes;
+
+    // Act
+    const times = Object.fromEntries(
+      jobTypes.map((j) => [
+        j.name,
+        {
+          maxReceiveCount: j.maxReceiveCount,
+          ...permissionHoldSecondsToRedrive(
+            j.maxReceiveCount,
+            SQS_MAX_VISIBILITY_SECONDS - j.visibilityTimeoutSeconds,
+          ),
+        },
+      ]),
+    );
+
+    // Assess: the figures runbooks/permission-denied.md gives.
+    expect(times).toEqual({
+      'payment.capture': { maxReceiveCount: 5, shortest: 4_650, longest: 9_300 },
+      'notification.send': { maxReceiveCount: 4, shortest: 2_250, longest: 4_500 },
+      'inventory.reserve': { maxReceiveCount: 6, shortest: 9_450, longest: 18_900 },
+    });
+  });
+
+  it('when the receive count is large, the holds reach the cap and each adds at most 12 h', () => {
+    // Act
+    const ten = permissionHoldSecondsToRedrive(10);
+
+    // Assess: 300 × (2^8 − 1) over the first 8 receives, then two capped holds.
+    expect(ten.longest).toBe(300 * 255 + 2 * SQS_MAX_VISIBILITY_SECONDS);
+    expect(ten.shortest).toBe(150 * 255 + SQS_MAX_VISIBILITY_SECONDS);
+  });
 });

@@ -1,10 +1,12 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type * as InvalidatorModule from '../../../lambdas/cache-invalidator';
 import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
 import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
-import { CacheUnavailableError } from '../../../lib/core/errors';
+import { METRIC } from '../../../lib/config/metrics';
+import { CacheUnavailableError, PermissionDeniedError } from '../../../lib/core/errors';
 import { streamRecord } from '../../helpers/dynamodb-stream';
 import { lambdaContext } from '../../helpers/sqs-events';
 
@@ -67,7 +69,7 @@ function modify(id: string, from: number, to: number, seq: string): DynamoDBStre
  * The handler over `cache`, in an invocation of 10 s whose clock only moves when the handler
  * sleeps (its in-invocation retries), so "Redis down for the whole invocation" takes no time.
  */
-function harness(cache: InMemoryVersionedCache = new InMemoryVersionedCache()) {
+function harness(cache: InMemoryVersionedCache = new InMemoryVersionedCache(), metrics?: Metrics) {
   const logger = new Logger({ serviceName: 'cache-invalidator', logLevel: 'SILENT' });
   const crash = jest.fn();
   let remainingMs = 10_000;
@@ -78,6 +80,7 @@ function harness(cache: InMemoryVersionedCache = new InMemoryVersionedCache()) {
     keyspace: KS,
     settings: SETTINGS,
     logger,
+    ...(metrics === undefined ? {} : { metrics }),
     crash,
     random: () => 0.5,
     sleep: (ms) => {
@@ -237,6 +240,42 @@ describe('Function: cache-invalidator handler', () => {
     // Assess
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
     expect(h.sleeps).toEqual([]);
+  });
+
+  it('when a record fails on a denied permission, it fails the record (the stream retries it) and counts PermissionDenied', async () => {
+    // Prepare
+    const cache = new InMemoryVersionedCache();
+    jest
+      .spyOn(cache, 'fence')
+      .mockRejectedValue(
+        new PermissionDeniedError('the cache refused this function', { action: 'elasticache:Connect' }),
+      );
+    const metrics = new Metrics({ namespace: 'tenang', serviceName: 'cache-invalidator' });
+    const publish = jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
+    const addMetric = jest.spyOn(metrics, 'addMetric');
+    const h = harness(cache, metrics);
+
+    // Act
+    const response = await h.handle({ Records: [modify('o-1', 1, 2, '100')] });
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+    expect(addMetric.mock.calls.map(([name]) => name)).toEqual([METRIC.permissionDenied]);
+    expect(publish).toHaveBeenCalledTimes(1);
+    expect(h.sleeps).toEqual([]);
+  });
+
+  it('when a batch succeeds, it publishes no metrics (no empty EMF document per batch)', async () => {
+    // Prepare
+    const metrics = new Metrics({ namespace: 'tenang', serviceName: 'cache-invalidator' });
+    const publish = jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
+    const h = harness(new InMemoryVersionedCache(), metrics);
+
+    // Act
+    await h.handle({ Records: [modify('o-1', 1, 2, '100')] });
+
+    // Assess
+    expect(publish).not.toHaveBeenCalled();
   });
 
   it('when a record is of an unknown entity, it is logged and skipped, not retried', async () => {

@@ -1,4 +1,10 @@
-import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import { DynamoDBServiceException } from '@aws-sdk/client-dynamodb';
+import {
+  SendMessageCommand,
+  SQSClient,
+  SQSServiceException,
+  type SendMessageCommandInput,
+} from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -540,6 +546,54 @@ describe('Function: ingress handler', () => {
       expect(retried.statusCode).toBe(202);
       expect(bodyOf(retried).duplicate).toBe(false);
       expect(sqsMock).toHaveReceivedCommandTimes(SendMessageCommand, 2);
+    });
+
+    it('when the send is denied (a missing grant), it answers 503 "temporarily unavailable" with Retry-After, counts it, and gives the claim back', async () => {
+      // Prepare
+      const h = harness();
+      await h.orders.create(storedOrder());
+      const denied = new SQSServiceException({
+        name: 'AccessDenied',
+        $fault: 'client',
+        $metadata: { httpStatusCode: 403 },
+        message: `User: arn:aws:sts::123456789012:assumed-role/r/ingress is not authorized to perform: sqs:SendMessage on resource: arn:aws:sqs:eu-west-1:123456789012:tenang-unit-payment-capture.fifo because no identity-based policy allows the sqs:SendMessage action`,
+      });
+      sqsMock.on(SendMessageCommand).rejectsOnce(denied).resolves({ MessageId: 'm-2' });
+
+      // Act
+      const failed = await h.handle(pay('key-1'));
+      const retried = await h.handle(pay('key-1'));
+
+      // Assess: never a 400 (the client did nothing wrong) nor a 500.
+      expect(failed.statusCode).toBe(503);
+      expect(bodyOf(failed)).toEqual({ error: 'temporarily unavailable; retry later' });
+      expect(failed.headers?.['retry-after']).toBe(String(ingress.PERMISSION_DENIED_RETRY_AFTER_SECONDS));
+      expect(h.metrics.addMetric).toHaveBeenCalledWith(METRIC.permissionDenied, 'Count', 1);
+      expect(retried.statusCode).toBe(202);
+      expect(sqsMock).toHaveReceivedCommandTimes(SendMessageCommand, 2);
+    });
+
+    it('when the orders table read is denied, it answers 503, not 400 or 500, and sends nothing', async () => {
+      // Prepare
+      const h = harness();
+      jest.spyOn(h.orders, 'get').mockRejectedValue(
+        new DynamoDBServiceException({
+          name: 'AccessDeniedException',
+          $fault: 'client',
+          $metadata: { httpStatusCode: 400 },
+          message:
+            'User: arn:aws:sts::123456789012:assumed-role/r/ingress is not authorized to perform: dynamodb:GetItem on resource: arn:aws:dynamodb:eu-west-1:123456789012:table/tenang-unit-orders because no identity-based policy allows the dynamodb:GetItem action',
+        }),
+      );
+
+      // Act
+      const response = await h.handle(pay('key-1'));
+
+      // Assess
+      expect(response.statusCode).toBe(503);
+      expect(bodyOf(response)).toEqual({ error: 'temporarily unavailable; retry later' });
+      expect(h.metrics.addMetric).toHaveBeenCalledWith(METRIC.permissionDenied, 'Count', 1);
+      expect(sent()).toHaveLength(0);
     });
 
     it('when SQS fails with an unexpected error, it answers 500 without details', async () => {

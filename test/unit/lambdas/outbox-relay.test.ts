@@ -1,4 +1,9 @@
-import { SendMessageCommand, SQSClient, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
+import {
+  SendMessageCommand,
+  SQSClient,
+  SQSServiceException,
+  type SendMessageCommandInput,
+} from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
@@ -273,6 +278,33 @@ describe('Function: outbox-relay handler', () => {
       'order:ord-1:v3:inventory.reserve:0:sku-a',
       'order:ord-1:v3:inventory.reserve:1:sku-b',
     ]);
+  });
+
+  it('when the relay is denied sending to a queue, the record fails for the stream to retry, and the denial is counted', async () => {
+    // Prepare: the role may send notifications but not reservations.
+    const h = harness();
+    const denied = new SQSServiceException({
+      name: 'AccessDenied',
+      $fault: 'client',
+      $metadata: { httpStatusCode: 403 },
+      message:
+        'User: arn:aws:sts::123456789012:assumed-role/r/outbox-relay is not authorized to perform: sqs:SendMessage on resource: arn:aws:sqs:eu-west-1:123456789012:tenang-unit-inventory-reserve because no identity-based policy allows the sqs:SendMessage action',
+    });
+    sqsMock.on(SendMessageCommand, { QueueUrl: INVENTORY_URL }).rejects(denied);
+
+    // Act
+    const first = await h.handle({ Records: [paid('100')] });
+    sqsMock.on(SendMessageCommand, { QueueUrl: INVENTORY_URL }).resolves({ MessageId: 'm-2' });
+    const retry = await h.handle({ Records: [paid('100')] });
+
+    // Assess
+    expect(first).toEqual({ batchItemFailures: [{ itemIdentifier: '100' }] });
+    expect(h.metricNames().filter((n) => n === METRIC.permissionDenied)).toEqual([METRIC.permissionDenied]);
+    expect(retry).toEqual({ batchItemFailures: [] });
+    const delivered = sends()
+      .filter((s) => s.QueueUrl === NOTIFY_URL)
+      .map((s) => JSON.parse(s.MessageBody ?? '{}').idempotencyKey as string);
+    expect(delivered).toEqual(['order:ord-1:v3:notification.send:order-paid']);
   });
 
   it("when the relay dies between claiming a follow-up and sending it, the same record's immediate retry takes the claim over and sends each follow-up once", async () => {

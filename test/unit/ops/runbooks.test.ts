@@ -15,7 +15,15 @@ import {
   shellWords,
   stepInRunbook,
 } from '../../../lib/ops/runbook-commands';
-import { GENERATED_MARK, generateRunbookFiles, handWrittenRunbooks } from '../../../lib/ops/runbook-index';
+import { SQS_MAX_VISIBILITY_SECONDS, permissionHoldSecondsToRedrive } from '../../../lib/core/backoff';
+import { RUNBOOK } from '../../../lib/infra/observability';
+import {
+  GENERATED_MARK,
+  generateRunbookFiles,
+  handWrittenRunbooks,
+  permissionHoldFact,
+  span,
+} from '../../../lib/ops/runbook-index';
 
 const RUNBOOKS_DIR = path.join(__dirname, '..', '..', '..', 'runbooks');
 const files = fs.readdirSync(RUNBOOKS_DIR).filter((f) => f.endsWith('.md'));
@@ -102,6 +110,52 @@ describe('Runbooks', () => {
     const generated = new Set(generateRunbookFiles(stageConfig('stage', 'us-east-1')).map((f) => f.file));
     const handWritten = handWrittenRunbooks();
     expect(files.filter((f) => !generated.has(f) && !handWritten.has(f.replace(/\.md$/, '')))).toEqual([]);
+  });
+
+  it('when the permission-denied runbook gives each job type its time to the redrive, the figures are what the hold schedule and the config give', () => {
+    // Prepare
+    const text = read(`${RUNBOOK.permissionDenied}.md`);
+    const config = stageConfig('stage', 'us-east-1');
+
+    // Act
+    const rows = config.jobTypes.map((j) => {
+      const { shortest, longest } = permissionHoldSecondsToRedrive(
+        j.maxAttempts,
+        SQS_MAX_VISIBILITY_SECONDS - j.visibilityTimeoutSeconds,
+      );
+      return `| \`${j.name}\` | ${j.maxReceiveCount} | ${span(shortest)} – ${span(longest)} |`;
+    });
+
+    // Assess
+    expect(rows.filter((row) => !text.includes(row))).toEqual([]);
+  });
+
+  it("when a job type's page is generated, it states the permission hold and the alarm leading to its runbook", () => {
+    // Prepare
+    const config = stageConfig('stage', 'us-east-1');
+
+    // Act
+    const pages = new Map(generateRunbookFiles(config).map((f) => [f.file, f.content]));
+
+    // Assess
+    expect(pages.get('README.md')).toContain(`[${RUNBOOK.permissionDenied}](${RUNBOOK.permissionDenied}.md)`);
+    for (const j of config.jobTypes) {
+      const page = pages.get(`${j.runbook}.md`) ?? '';
+      expect(page).toContain(`| permission denied | ${permissionHoldFact(j)} |`);
+      expect(page).toContain(
+        `| tenang-<stage>-${j.consumer}-permission-denied | [permission-denied](${RUNBOOK.permissionDenied}.md) |`,
+      );
+    }
+  });
+
+  it('when spans are written, they read as hours, minutes and seconds', () => {
+    expect([span(4_650), span(9_300), span(2_250), span(300), span(0)]).toEqual([
+      '1 h 17 min 30 s',
+      '2 h 35 min',
+      '37 min 30 s',
+      '5 min',
+      '0 s',
+    ]);
   });
 
   it('when a drill is in the catalog, it is implemented and its runbook exists; every hand-written runbook has a drill', () => {

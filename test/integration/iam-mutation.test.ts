@@ -1,0 +1,157 @@
+/**
+ * Mutation test of least privilege: a scratch copy of the app whose notification consumer lost
+ * one grant (sqs:SendMessage on its own queue, which its deferrals need: the defect the local
+ * platform could not see before it enforced IAM) is deployed to a local platform of its own. In
+ * degrade mode the deferrable notification is deferred; the platform denies the re-send as AWS
+ * would, logs `[iam] denied …`, and the runner holds the job instead of dead-lettering it: the
+ * message stays in its queue, the DLQ stays empty, and the operator sees the denied action in
+ * the platform log, the function's error line and the PermissionDenied metric.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { makeEnvelope } from '../../lib/core/envelope';
+import type { LocalPlatform } from '../../lib/local/platform';
+import { startTestPlatform } from '../helpers/local-platform';
+
+jest.setTimeout(240_000);
+
+const REPO = path.resolve(__dirname, '..', '..');
+/** The grant the mutation removes, as lib/infra/worker-queue.ts writes it. */
+const GRANT = 'if (!fifo) grantSend(this.queue, fn);';
+
+/** A copy of the app (sources only; node_modules linked) with the consumer's own-queue send grant removed. */
+function scratchCopyWithoutSendGrant(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-mutant-'));
+  for (const entry of [
+    'bin',
+    'lib',
+    'lambdas',
+    'runbooks',
+    'package.json',
+    'package-lock.json',
+    'cdk.json',
+    'tsconfig.json',
+  ])
+    fs.cpSync(path.join(REPO, entry), path.join(dir, entry), { recursive: true });
+  fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  const file = path.join(dir, 'lib', 'infra', 'worker-queue.ts');
+  const source = fs.readFileSync(file, 'utf8');
+  if (!source.includes(GRANT))
+    throw new Error(`the mutation no longer applies: ${GRANT} is not in worker-queue.ts`);
+  // Tenang-F4-QueueSendGrant would stop this synth (that is its job); the mutant acknowledges it
+  // so that the defect reaches the platform, as it would reach an account without the pack.
+  fs.writeFileSync(
+    file,
+    source.replace(
+      GRANT,
+      "Validations.of(this.consumer.function).acknowledge({ id: 'Tenang-F4-QueueSendGrant', reason: 'mutation test: the grant is removed on purpose' });",
+    ),
+  );
+  return dir;
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string, deadlineMs = 60_000): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('IAM mutation: a consumer without sqs:SendMessage on its own queue', () => {
+  let platform: LocalPlatform;
+  let lines: string[];
+  let scratch: string;
+  let sqs: SQSClient;
+  let ssm: SSMClient;
+
+  beforeAll(async () => {
+    scratch = scratchCopyWithoutSendGrant();
+    ({ platform, lines } = await startTestPlatform({ projectRoot: scratch }));
+    const config = { endpoint: platform.env.endpoint, region: platform.env.region };
+    sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
+    ssm = new SSMClient(config);
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+    for (const c of [sqs, ssm]) c?.destroy();
+    if (scratch !== undefined) fs.rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('when the consumer defers a job, the re-send is denied, logged, and the job is held in its queue, not dead-lettered', async () => {
+    // Prepare
+    const mapping = platform.deployment.sqsMappings.find((m) =>
+      m.functionName.endsWith('-notification-consumer'),
+    );
+    if (mapping === undefined) throw new Error('no notification consumer mapping');
+    const queueName = mapping.queueUrl.slice(mapping.queueUrl.lastIndexOf('/') + 1);
+    const dlqUrl = mapping.queueUrl.replace(queueName, `${queueName}-dlq`);
+    await ssm.send(
+      new PutParameterCommand({
+        Name: '/tenang/dev/flags/degrade',
+        Value: JSON.stringify({ degraded: true, reason: 'mutation test' }),
+        Type: 'String',
+        Overwrite: true,
+      }),
+    );
+    const orderId = `order-${randomUUID()}`;
+    const job = makeEnvelope(
+      'notification.send',
+      { orderId, template: 'order-paid', recipient: 'buyer@example.com', orderVersion: 2 },
+      { idempotencyKey: `notify:${orderId}`, correlationId: randomUUID(), now: new Date() },
+    );
+
+    // Act
+    await sqs.send(new SendMessageCommand({ QueueUrl: mapping.queueUrl, MessageBody: JSON.stringify(job) }));
+    const denial = await until(
+      async () => lines.find((l) => l.includes('[iam] denied') && l.includes('sqs:SendMessage')),
+      'the denied re-send',
+    );
+    await until(
+      async () => (lines.some((l) => l.includes('PermissionDenied')) ? true : undefined),
+      'the PermissionDenied metric',
+    );
+    // Give a wrongly dead-lettering runner the time to do it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const counts = async (url: string): Promise<number[]> => {
+      const { Attributes = {} } = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return [
+        Number(Attributes.ApproximateNumberOfMessages),
+        Number(Attributes.ApproximateNumberOfMessagesNotVisible),
+      ];
+    };
+
+    // Assess
+    expect(denial).toMatch(
+      new RegExp(
+        `\\[iam\\] denied \\S*NotificationSendConsumerRole\\S* sqs:SendMessage arn:aws:sqs:[^ ]*:${queueName}$`,
+      ),
+    );
+    expect(platform.iam?.denials()).toContainEqual(
+      expect.objectContaining({
+        action: 'sqs:SendMessage',
+        resource: expect.stringMatching(new RegExp(`:${queueName}$`)),
+      }),
+    );
+    const [visible = 0, held = 0] = await counts(mapping.queueUrl);
+    expect(visible + held).toBe(1);
+    expect(await counts(dlqUrl)).toEqual([0, 0]);
+    expect(platform.providers.messaging.ledger().some((e) => JSON.stringify(e.body).includes(orderId))).toBe(
+      false,
+    );
+    // What the operator reads in the function's own log: the denied action.
+    expect(lines.some((l) => l.includes('-notification-consumer:') && /AccessDenied/.test(l))).toBe(true);
+  });
+});
