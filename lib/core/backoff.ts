@@ -56,11 +56,12 @@ export const SQS_MAX_VISIBILITY_SECONDS = 43_200;
 export function permissionHoldCeilingSeconds(
   attempt: number,
   capSeconds = SQS_MAX_VISIBILITY_SECONDS,
+  baseSeconds = PERMISSION_HOLD_BASE_SECONDS,
 ): number {
   if (!Number.isInteger(attempt) || attempt < 1) {
     throw new RangeError(`attempt must be an integer ≥ 1, got ${attempt}`);
   }
-  return Math.max(0, Math.min(capSeconds, PERMISSION_HOLD_BASE_SECONDS * 2 ** (attempt - 1)));
+  return Math.max(0, Math.min(capSeconds, baseSeconds * 2 ** (attempt - 1)));
 }
 
 /**
@@ -74,8 +75,9 @@ export function permissionHoldSeconds(
   attempt: number,
   random: Random,
   capSeconds = SQS_MAX_VISIBILITY_SECONDS,
+  baseSeconds = PERMISSION_HOLD_BASE_SECONDS,
 ): number {
-  const ceiling = permissionHoldCeilingSeconds(attempt, capSeconds);
+  const ceiling = permissionHoldCeilingSeconds(attempt, capSeconds, baseSeconds);
   const fixed = Math.ceil(ceiling / 2);
   return fixed + Math.floor(random() * (ceiling - fixed + 1));
 }

@@ -45,6 +45,8 @@ export interface InvokeOptions {
   readonly crashPoints?: readonly string[];
   /** SDK faults of this invocation's instance (TENANG_FAULTS, lib/adapters/aws/fault-injection.ts). @default none */
   readonly faults?: string;
+  /** Variables this invocation's instance gets on top of the deployed ones (the platform's time compression). @default none */
+  readonly environment?: Readonly<Record<string, string>>;
 }
 
 type ChildMessage =
@@ -81,10 +83,12 @@ export class FunctionHost {
   public async invoke(event: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
     const crashSpec = (opts.crashPoints ?? []).join(',');
     const faults = opts.faults ?? '';
+    const extra = opts.environment ?? {};
     const started = Date.now();
-    let instance = this.takeIdle(`${crashSpec}|${faults}`);
+    const key = `${crashSpec}|${faults}|${JSON.stringify(extra)}`;
+    let instance = this.takeIdle(key);
     const coldStart = instance === undefined;
-    instance ??= this.spawn(crashSpec, faults);
+    instance ??= this.spawn(crashSpec, faults, extra, key);
     instance.busy = true;
     const ready = await instance.ready;
     if (!ready.ok) {
@@ -132,11 +136,17 @@ export class FunctionHost {
     return this.idle.splice(index, 1)[0];
   }
 
-  private spawn(crashSpec: string, faults: string): Instance {
+  private spawn(
+    crashSpec: string,
+    faults: string,
+    extra: Readonly<Record<string, string>>,
+    injectionKey: string,
+  ): Instance {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       ...this.spec.environment,
       ...this.endpointEnv,
+      ...extra,
       AWS_LAMBDA_FUNCTION_NAME: this.spec.name,
       AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(this.spec.memoryMb),
       AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
@@ -160,7 +170,7 @@ export class FunctionHost {
     child.stderr?.on('data', forward);
     const instance: Instance = {
       child,
-      injectionKey: `${crashSpec}|${faults}`,
+      injectionKey,
       busy: false,
       dead: false,
       ready: new Promise((resolve) => {

@@ -115,6 +115,7 @@ const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAG
 export class LocalPlatform {
   private readonly crashes = new Map<string, ArmedCrashes>();
   private readonly faults = new Map<string, string>();
+  private readonly instanceEnvironment = new Map<string, Readonly<Record<string, string>>>();
   private reconcilerSuspended = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private lastFlags = '';
@@ -377,7 +378,11 @@ export class LocalPlatform {
       armed.remaining -= 1;
       if (armed.remaining <= 0) this.crashes.delete(functionName);
     }
-    const result = await host.invoke(event, { crashPoints, faults: this.faults.get(functionName) });
+    const result = await host.invoke(event, {
+      crashPoints,
+      faults: this.faults.get(functionName),
+      environment: this.instanceEnvironment.get(functionName),
+    });
     this.alarms.recordInvocation(functionName, result);
     return result;
   }
@@ -420,6 +425,16 @@ export class LocalPlatform {
   public setFaults(functionName: string, spec: string): void {
     if (spec.length === 0) this.faults.delete(functionName);
     else this.faults.set(functionName, spec);
+  }
+
+  /**
+   * Every later instance of `functionName` gets `variables` on top of its deployed environment
+   * (the platform's time compression, e.g. TENANG_PERMISSION_HOLD_BASE_SECONDS for drills); an
+   * empty object lifts them. Instances started before keep theirs but are no longer chosen.
+   */
+  public setInstanceEnvironment(functionName: string, variables: Readonly<Record<string, string>>): void {
+    if (Object.keys(variables).length === 0) this.instanceEnvironment.delete(functionName);
+    else this.instanceEnvironment.set(functionName, variables);
   }
 
   /**

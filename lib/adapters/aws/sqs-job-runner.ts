@@ -42,6 +42,7 @@ import {
   decideRetry,
   permissionHoldSeconds,
   type Random,
+  PERMISSION_HOLD_BASE_SECONDS,
 } from '../../core/backoff';
 import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../core/envelope';
 import { classifyError, errorClassName, permissionDenial, type ErrorClass } from '../../core/errors';
@@ -103,6 +104,8 @@ export interface SqsJobRunnerOptions<T extends JobTypeName> {
   readonly expectedType: T;
   readonly queueUrl: string;
   readonly dlqUrl: string;
+  /** First permission hold's ceiling, seconds. @default TENANG_PERMISSION_HOLD_BASE_SECONDS, else PERMISSION_HOLD_BASE_SECONDS (300) */
+  readonly permissionHoldBaseSeconds?: number;
   /** Side queue for jobs past their useful age; required when the job type declares usefulAgeSeconds. */
   readonly expiredQueueUrl?: string;
   readonly sqs: SQSClient;
@@ -154,6 +157,18 @@ function correlationIdOf(body: string): string | undefined {
   }
 }
 
+/**
+ * The local platform's time compression for permission holds (its drills set it on the
+ * instances they run, as smoke scenarios shorten alarm periods): `TENANG_PERMISSION_HOLD_BASE_SECONDS`.
+ * Unset on AWS, where the base is PERMISSION_HOLD_BASE_SECONDS.
+ */
+export const PERMISSION_HOLD_BASE_VARIABLE = 'TENANG_PERMISSION_HOLD_BASE_SECONDS';
+
+function permissionHoldBaseFromEnv(): number {
+  const value = Number(process.env[PERMISSION_HOLD_BASE_VARIABLE]);
+  return Number.isFinite(value) && value >= 1 ? value : PERMISSION_HOLD_BASE_SECONDS;
+}
+
 /** Builds the batch handler for one job type's queue. */
 export function createSqsJobRunner<T extends JobTypeName>(
   opts: SqsJobRunnerOptions<T>,
@@ -165,6 +180,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
   // SQS counts its 12 h maximum from the receive: less the visibility timeout, the most that can
   // have passed since the receive while the message is still this invocation's.
   const holdCapSeconds = SQS_MAX_VISIBILITY_SECONDS - opts.jobType.visibilityTimeoutSeconds;
+  const holdBaseSeconds = opts.permissionHoldBaseSeconds ?? permissionHoldBaseFromEnv();
   if (usefulAgeSeconds !== undefined && opts.expiredQueueUrl === undefined) {
     throw new Error(
       `${opts.jobType.name} declares usefulAgeSeconds but its consumer has no side queue (EXPIRED_QUEUE_URL)`,
@@ -303,7 +319,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
     logger: Logger,
     during: string,
   ): Promise<never> {
-    const holdSeconds = permissionHoldSeconds(attempt, random, holdCapSeconds);
+    const holdSeconds = permissionHoldSeconds(attempt, random, holdCapSeconds, holdBaseSeconds);
     let hold: Record<string, unknown>;
     try {
       await opts.sqs.send(

@@ -8,7 +8,7 @@
  * The missing grant is played with the SDK fault `ddb-access-denied` (TENANG_FAULTS): DynamoDB's
  * own AccessDeniedException, refused before it is sent. Lifting the fault is the fixed deploy.
  */
-import { PERMISSION_HOLD_BASE_SECONDS } from '../../core/backoff';
+import { PERMISSION_HOLD_BASE_VARIABLE } from '../../adapters/aws/sqs-job-runner';
 import { drillInfo } from './catalog';
 import type { Drill } from './drill';
 import {
@@ -24,6 +24,11 @@ import {
 
 /** Slack past the longest first hold for the returned jobs to be received and sent. */
 const RETURN_SLACK_MS = 60_000;
+/**
+ * The first hold's ceiling in the drill: AWS's 300 s compressed to 20 s (the platform's time
+ * compression, as smoke scenarios shorten alarm periods), so the drill waits seconds, not minutes.
+ */
+const DRILL_HOLD_BASE_SECONDS = 20;
 
 export const permissionDenied: Drill = {
   ...drillInfo('permission-denied'),
@@ -33,6 +38,9 @@ export const permissionDenied: Drill = {
     const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
 
     // Incident: the consumer's role lost dynamodb:UpdateItem on the dedup table.
+    ctx.platform.setInstanceEnvironment(notifications.functionName, {
+      [PERMISSION_HOLD_BASE_VARIABLE]: String(DRILL_HOLD_BASE_SECONDS),
+    });
     ctx.platform.setFaults(notifications.functionName, 'ddb-access-denied=1');
     const sentBefore = messaging.requestCount();
     const orders = await placePaidOrders(ctx, 3);
@@ -65,7 +73,7 @@ export const permissionDenied: Drill = {
     ctx.platform.setFaults(notifications.functionName, '');
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
     // A held job returns when its hold ends: at most the first hold's ceiling after it was held.
-    const deadline = heldBy + PERMISSION_HOLD_BASE_SECONDS * 1_000 + RETURN_SLACK_MS - Date.now();
+    const deadline = heldBy + DRILL_HOLD_BASE_SECONDS * 1_000 + RETURN_SLACK_MS - Date.now();
     await untilOncePerOrder(
       ctx,
       orders,
@@ -77,6 +85,7 @@ export const permissionDenied: Drill = {
       const d = await queueDepth(ctx.sqs, notifications.queueUrl);
       return d.visible + d.inFlight === 0 ? true : undefined;
     }, 'the notification queue to drain');
+    ctx.platform.setInstanceEnvironment(notifications.functionName, {});
     const after = await consumerStatus(ctx, notifications.consumer);
     const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
     const dlqCount = (d: typeof dlq): number => d.visible + d.inFlight;

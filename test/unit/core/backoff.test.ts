@@ -250,6 +250,16 @@ describe('Function: permissionHoldSeconds', () => {
   });
 });
 
+describe("Permission holds with a compressed base (the local platform's drills)", () => {
+  it('when the base is 20 s, the ceilings are 20, 40, 80 … and the hold keeps its equal jitter', () => {
+    expect([1, 2, 3].map((a) => permissionHoldCeilingSeconds(a, SQS_MAX_VISIBILITY_SECONDS, 20))).toEqual([
+      20, 40, 80,
+    ]);
+    expect(permissionHoldSeconds(1, () => 0, SQS_MAX_VISIBILITY_SECONDS, 20)).toBe(10);
+    expect(permissionHoldSeconds(1, () => 0.9999, SQS_MAX_VISIBILITY_SECONDS, 20)).toBe(20);
+  });
+});
+
 describe('Function: permissionHoldSecondsToRedrive', () => {
   it('when every receive of a reference job type is denied, SQS redrives it after the sum of its holds', () => {
     // Prepare
