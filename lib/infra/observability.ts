@@ -30,11 +30,11 @@ import {
 } from '../config';
 import { validateProps } from './validation';
 
-/** Runbook files (runbooks/<name>.md) that alarms name, besides each consumer's own. */
 /** Retry rate (%) of a job type from its retried (r), succeeded (s) and permanently failed (p) counts. */
 export const RETRY_RATE_EXPRESSION =
   'IF(FILL(r, 0) + FILL(s, 0) + FILL(p, 0) > 0, 100 * FILL(r, 0) / (FILL(r, 0) + FILL(s, 0) + FILL(p, 0)), 0)';
 
+/** Runbook files (runbooks/<name>.md) that alarms name, besides each consumer's own. */
 export const RUNBOOK = {
   backlog: 'backlog',
   dlq: 'dlq-not-empty',

@@ -24,11 +24,15 @@ export function shellWords(text: string): string[] {
 /** Every `tenang …` line inside the file's fenced ```sh blocks. */
 export function runbookCommands(markdown: string): RunbookCommand[] {
   const commands: RunbookCommand[] = [];
+  // Inside a fence or not, and whether that fence is shell: a closing fence ends any block
+  // (a ```text block must not flip the parity for the blocks after it).
+  let inFence = false;
   let inShell = false;
   markdown.split('\n').forEach((raw, i) => {
     const line = raw.trim();
     if (line.startsWith('```')) {
-      inShell = !inShell && /^```(sh|bash|shell)?$/.test(line);
+      inShell = !inFence && /^```(sh|bash|shell)?$/.test(line);
+      inFence = !inFence;
       return;
     }
     if (!inShell) return;

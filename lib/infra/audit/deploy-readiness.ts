@@ -735,7 +735,7 @@ const queueSendGrant: TemplateRule = {
   title:
     "A function whose environment names a queue may send to it: its role is allowed sqs:SendMessage on the queue's ARN (role policy, or the queue's policy naming the role).",
   explanation:
-    'The job runner re-sends deferred jobs to their source queue and dead-letters to the DLQ; without sqs:SendMessage those sends fail with AccessDenied at run time, the deferral is lost and the job is retried (or dropped) instead of waiting.',
+    'The job runner re-sends deferred jobs to their source queue and dead-letters to the DLQ; without sqs:SendMessage those sends fail with AccessDenied at run time: the job is held and the permission-denied alarm pages (runbooks/permission-denied.md), and nothing it should do happens until the grant is deployed.',
   check: (index) =>
     index.ofType(FUNCTION).flatMap(([fnId, fn]) => {
       const byQueue = queueVariables(index, fn);

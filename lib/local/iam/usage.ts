@@ -35,11 +35,32 @@ export function iamUsageOf(iam: IamAuthorizer): IamUsageFile {
  * granted action, case-insensitively, `*` allowed). Each reason is what an on-call engineer or a
  * reviewer needs to keep or drop the grant.
  */
-export const UNUSED_GRANT_REASONS: readonly { readonly action: string; readonly reason: string }[] = [
+export const UNUSED_GRANT_REASONS: readonly GrantReason[] = [
   {
     action: 'logs:*',
     reason:
-      'The Lambda service writes the function log with the execution role; locally the host reads stdout, so no logs request is made.',
+      "AWS services write CloudWatch Logs with the role (Lambda the function's log, VPC Flow Logs the VPC's); locally the host reads stdout and there is no VPC, so no logs request is made.",
+  },
+  {
+    action: 'sqs:GetQueueUrl',
+    reason:
+      "Part of CDK's grantConsumeMessages (SqsEventSource) and of the on-failure destination's send grant; the functions get queue URLs from their environment and never call it.",
+  },
+  {
+    action: 'sqs:GetQueueAttributes',
+    resource: '*-failures',
+    reason:
+      "Part of the grant CDK's SqsDlq (a stream mapping's on-failure destination) writes; the Lambda service only sends there.",
+  },
+  {
+    action: 'dynamodb:ListStreams',
+    reason:
+      "The Lambda service's DynamoDB stream mapping requires it (CDK's DynamoEventSource grants it on \"*\"); the local poller reads the deployed mapping's stream ARN directly.",
+  },
+  {
+    action: 'lambda:UpdateEventSourceMapping',
+    reason:
+      'The reconciler flips whichever mapping an operator pauses or resumes; a test run pauses only some consumers.',
   },
   {
     action: 'xray:*',
@@ -58,7 +79,11 @@ export const UNUSED_GRANT_REASONS: readonly { readonly action: string; readonly 
 ];
 
 /** Resource "*" grants and why AWS leaves no narrower choice. */
-export const WILDCARD_RESOURCE_REASONS: readonly { readonly action: string; readonly reason: string }[] = [
+export const WILDCARD_RESOURCE_REASONS: readonly GrantReason[] = [
+  {
+    action: 'dynamodb:ListStreams',
+    reason: 'ListStreams supports no resource narrower than "*" (CDK\'s DynamoEventSource grants it so).',
+  },
   {
     action: 'xray:*',
     reason: 'X-Ray actions support no resource-level permissions (Service Authorization Reference).',
@@ -91,9 +116,18 @@ function list(value: string | string[] | undefined): string[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
-function reasonFor(action: string, table: readonly { action: string; reason: string }[]): string | undefined {
+/** Why a grant is kept: matched by its action (case-insensitive glob) and, when given, its resource (glob). */
+export interface GrantReason {
+  readonly action: string;
+  readonly resource?: string;
+  readonly reason: string;
+}
+
+function reasonFor(action: string, table: readonly GrantReason[], resource?: string): string | undefined {
   return table.find(
-    (r) => glob(r.action, true).test(action) || r.action.toLowerCase() === action.toLowerCase(),
+    (r) =>
+      (glob(r.action, true).test(action) || r.action.toLowerCase() === action.toLowerCase()) &&
+      (r.resource === undefined || resource === undefined || glob(r.resource, false).test(resource)),
   )?.reason;
 }
 
@@ -177,7 +211,7 @@ export function iamReport(files: readonly IamUsageFile[]): IamReport {
                 statement: index,
                 action,
                 resource,
-                reason: reasonFor(action, UNUSED_GRANT_REASONS),
+                reason: reasonFor(action, UNUSED_GRANT_REASONS, resource),
               });
           }
         }

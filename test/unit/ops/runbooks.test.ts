@@ -69,6 +69,14 @@ describe('Runbooks', () => {
     });
   });
 
+  describe('Function: runbookCommands', () => {
+    it('when a non-shell block (```text) comes first, the shell blocks after it are still read, and its lines are not', () => {
+      const markdown =
+        '```text\ntenang not-a-command\n```\n\n```sh\ntenang resume c\n```\n```\ntenang status\n```\n';
+      expect(runbookCommands(markdown).map((c) => c.argv)).toEqual([['resume', 'c'], ['status']]);
+    });
+  });
+
   describe('Function: stepInRunbook', () => {
     it("when a drill's step uses an option the runbook's command lacks, it does not match", () => {
       const commands = runbookCommands('```sh\ntenang pause c --reason "r" --for 30m\ntenang status\n```\n');
