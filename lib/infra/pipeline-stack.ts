@@ -95,8 +95,8 @@ export class PipelineStack extends Stack {
       },
     });
     // Leases are acquired, extended and cleared with conditional updates; stock is read and fenced-updated.
-    grantItems(t.locks, inventory.consumer.function, ['GetItem', 'UpdateItem']);
-    grantItems(t.inventory, inventory.consumer.function, ['GetItem', 'UpdateItem']);
+    grantItems(t.locks, inventory.consumer.function, ['UpdateItem']);
+    grantItems(t.inventory, inventory.consumer.function, ['UpdateItem']);
     this.workerQueues = new Map([
       ['payment.capture', payment],
       ['notification.send', notification],

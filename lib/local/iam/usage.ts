@@ -58,6 +58,30 @@ export const UNUSED_GRANT_REASONS: readonly GrantReason[] = [
       "The Lambda service's DynamoDB stream mapping requires it (CDK's DynamoEventSource grants it on \"*\"); the local poller reads the deployed mapping's stream ARN directly.",
   },
   {
+    action: 'dynamodb:GetItem',
+    resource: '*:table/*-orders',
+    reason:
+      "The payment consumer reads the order when its conditional transition fails, to tell a concurrent update from an illegal one (DynamoDbOrderStore.rejection); the test runs' captures never lose that race.",
+  },
+  {
+    action: 'sqs:SendMessage',
+    resource: '*-notification-send',
+    reason:
+      "The notification consumer's deferrals (degrade mode, open circuit, rate limit) re-send the job with a delay; no test run defers one on the shared platforms, and test/integration/iam-mutation.test.ts shows what its absence does.",
+  },
+  {
+    action: 'dynamodb:DeleteItem',
+    resource: '*:table/*-dedup',
+    reason:
+      'Gives a dedup claim back when the send after it fails, so the retry can claim again (DynamoDbDedupStore.release); no send after a claim fails in the test runs of the outbox relay and ingress.',
+  },
+  {
+    action: 'ssm:GetParameter',
+    resource: '*:parameter/tenang/*/flags/degrade',
+    reason:
+      'Producers read the degrade flag only for work that is not critical; the reference ingress admits critical payments only, and the grant keeps degrade mode working for the first sheddable job type it takes.',
+  },
+  {
     action: 'lambda:UpdateEventSourceMapping',
     reason:
       'The reconciler flips whichever mapping an operator pauses or resumes; a test run pauses only some consumers.',
