@@ -42,6 +42,11 @@ export const UNUSED_GRANT_REASONS: readonly GrantReason[] = [
       "AWS services write CloudWatch Logs with the role (Lambda the function's log, VPC Flow Logs the VPC's); locally the host reads stdout and there is no VPC, so no logs request is made.",
   },
   {
+    action: 'sqs:ChangeMessageVisibility',
+    reason:
+      "The job runner sets each retry's backoff, each FIFO deferral and each permission hold with it (part of CDK's consume grant); a run in which no job of this type fails never calls it.",
+  },
+  {
     action: 'sqs:GetQueueUrl',
     reason:
       "Part of CDK's grantConsumeMessages (SqsEventSource) and of the on-failure destination's send grant; the functions get queue URLs from their environment and never call it.",
