@@ -66,6 +66,19 @@ export interface InvariantFacts {
   readonly poison: readonly PoisonFact[];
   /** Messages visible, delayed or in flight per job type when the run ended. */
   readonly leftInQueues: Readonly<Record<string, number>>;
+  /**
+   * CloudWatch's part: how many alarm transitions owed their actions, and what became of each
+   * notification the platform published to the alarm topic as cloudwatch.amazonaws.com.
+   */
+  readonly alarmNotifications: {
+    readonly owed: number;
+    readonly deliveries: readonly {
+      readonly alarm: string;
+      readonly target: string;
+      readonly outcome: 'delivered' | 'failed';
+      readonly error?: string;
+    }[];
+  };
   /** The orders stream read back, and what its consumers saw. */
   readonly stream: {
     readonly records: readonly StreamRecordFact[];
@@ -275,6 +288,24 @@ export function streamFullyDelivered(facts: InvariantFacts): InvariantResult {
   );
 }
 
+/**
+ * Every alarm notification reached its topic: CloudWatch (the platform, as
+ * cloudwatch.amazonaws.com, judged by the topic and key policies) published each one. A topic
+ * whose policy lets no alarm publish pages nobody, and shows it only in the alarm history.
+ */
+export function alarmsNotified(facts: InvariantFacts): InvariantResult {
+  const { owed, deliveries } = facts.alarmNotifications;
+  const failed = deliveries.filter((d) => d.outcome === 'failed');
+  const violations = failed.map((d) => `${d.alarm} → ${d.target}: ${d.error ?? 'failed'}`);
+  if (owed > 0 && deliveries.length === 0)
+    violations.push(`${owed} alarm transition(s) owed notifications, but none was published`);
+  return verdict(
+    'every alarm notification reached its topic (CloudWatch may publish to it)',
+    `${owed} transitions with actions, ${deliveries.length - failed.length} of ${deliveries.length} notifications delivered`,
+    violations,
+  );
+}
+
 /** Every invariant, in report order. */
 export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
   return [
@@ -287,5 +318,6 @@ export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
     poisonDeadLettered(facts),
     queuesDrained(facts),
     streamFullyDelivered(facts),
+    alarmsNotified(facts),
   ];
 }

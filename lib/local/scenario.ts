@@ -564,6 +564,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
                   },
                 ],
         },
+        alarmNotifications: {
+          owed: p.alarms.actions().filter((a) => a.outcome === 'sent').length,
+          deliveries: p.alarms.deliveries(),
+        },
         leftInQueues: Object.fromEntries(
           targets.jobTypes.map((j) => {
             const q = last?.queues[j.name];

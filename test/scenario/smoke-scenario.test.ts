@@ -61,6 +61,15 @@ describe('Local platform: the smoke scenario', () => {
     expect(report().ok).toBe(true);
   });
 
+  it('when the run is over, alarms fired and CloudWatch delivered their notifications to the alarm topic', () => {
+    // The poison incident fills the DLQs: their alarms owe notifications, which the topic policy
+    // must let cloudwatch.amazonaws.com publish (IAM is enforced on the platform).
+    const notified = report().invariants.find((i) => i.name.startsWith('every alarm notification'));
+    const [, delivered] = /(\d+) of \d+ notifications delivered/.exec(notified?.detail ?? '') ?? [];
+    expect(notified?.holds).toBe(true);
+    expect(Number(delivered)).toBeGreaterThan(0);
+  });
+
   it('when the run is over, every incident was injected', () => {
     // Assess
     const incidents = report().incidents;

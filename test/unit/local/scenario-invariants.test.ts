@@ -1,7 +1,7 @@
 import { notificationKey } from '../../../lib/core/notification';
 import { paymentCaptureKey } from '../../../lib/core/payment';
 import type { DlqEntry } from '../../../lib/local/report-model';
-import { checkInvariants, type InvariantFacts } from '../../../lib/local/scenario-invariants';
+import { alarmsNotified, checkInvariants, type InvariantFacts } from '../../../lib/local/scenario-invariants';
 import type { AcceptedPayment } from '../../../lib/local/traffic';
 
 const TYPES = {
@@ -22,6 +22,8 @@ function payment(n: number, lines = [{ sku: 'sku-1', quantity: 2 }]): AcceptedPa
     acceptedAtMs: n,
   };
 }
+
+const TOPIC = 'arn:aws:sns:us-east-1:123456789012:tenang-dev-alarms';
 
 /** Facts of a healthy run with `n` payments of one line each on sku-1. */
 function healthy(n = 3): InvariantFacts {
@@ -45,6 +47,10 @@ function healthy(n = 3): InvariantFacts {
     dlq: [],
     poison: [],
     leftInQueues: { 'payment.capture': 0, 'notification.send': 0, 'inventory.reserve': 0 },
+    alarmNotifications: {
+      owed: 1,
+      deliveries: [{ alarm: 'tenang-dev-payment-consumer-dlq', target: TOPIC, outcome: 'delivered' }],
+    },
     stream: {
       records: ['101', '102', '103'].map((sequence, i) => ({
         sequence,
@@ -56,6 +62,40 @@ function healthy(n = 3): InvariantFacts {
     },
   };
 }
+
+describe('Function: alarmsNotified', () => {
+  it('when a notification was refused (the topic policy lets no alarm publish), it fails naming the alarm and the error', () => {
+    const facts: InvariantFacts = {
+      ...healthy(),
+      alarmNotifications: {
+        owed: 1,
+        deliveries: [
+          {
+            alarm: 'tenang-dev-payment-consumer-dlq',
+            target: TOPIC,
+            outcome: 'failed',
+            error:
+              'AuthorizationErrorException: User: cloudwatch.amazonaws.com is not authorized to perform: sns:Publish',
+          },
+        ],
+      },
+    };
+    const result = alarmsNotified(facts);
+    expect(result.holds).toBe(false);
+    expect(result.violations[0]).toContain('tenang-dev-payment-consumer-dlq');
+    expect(result.violations[0]).toContain('sns:Publish');
+  });
+
+  it('when transitions owed actions but nothing was published, it fails; when every one was delivered, it holds', () => {
+    expect(alarmsNotified({ ...healthy(), alarmNotifications: { owed: 2, deliveries: [] } }).holds).toBe(
+      false,
+    );
+    expect(alarmsNotified(healthy()).holds).toBe(true);
+    expect(alarmsNotified({ ...healthy(), alarmNotifications: { owed: 0, deliveries: [] } }).holds).toBe(
+      true,
+    );
+  });
+});
 
 function verdicts(facts: InvariantFacts): Record<string, boolean> {
   return Object.fromEntries(checkInvariants(facts).map((i) => [i.name, i.holds]));
@@ -87,7 +127,7 @@ describe('Module: scenario-invariants', () => {
 
       // Assess
       expect(Object.values(results).every(Boolean)).toBe(true);
-      expect(Object.keys(results)).toHaveLength(9);
+      expect(Object.keys(results)).toHaveLength(10);
     });
 
     it('when one payment key was charged twice, the charge invariant fails and names the key', () => {
