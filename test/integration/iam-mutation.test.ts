@@ -15,6 +15,7 @@ import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-s
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
+import { pollUntil } from '../../lib/local/poll';
 import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(240_000);
@@ -36,7 +37,8 @@ function scratchCopyWithoutSendGrant(): string {
     'cdk.json',
     'tsconfig.json',
   ])
-    fs.cpSync(path.join(REPO, entry), path.join(dir, entry), { recursive: true });
+    // Timestamps kept: a lockfile newer than node_modules would make scripts/ensure-deps.mjs reinstall.
+    fs.cpSync(path.join(REPO, entry), path.join(dir, entry), { recursive: true, preserveTimestamps: true });
   fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
   const file = path.join(dir, 'lib', 'infra', 'worker-queue.ts');
   const source = fs.readFileSync(file, 'utf8');
@@ -54,14 +56,9 @@ function scratchCopyWithoutSendGrant(): string {
   return dir;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, deadlineMs = 60_000): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+/** Polls until `probe` answers, at most 60 s. */
+function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  return pollUntil(probe, { description: what, deadlineMs: 60_000, intervalMs: 250 });
 }
 
 describe('IAM mutation: a consumer without sqs:SendMessage on its own queue', () => {
