@@ -892,20 +892,6 @@ function toDimensions(
   return dims;
 }
 
-function stateActions(a: {
-  ActionsEnabled?: boolean;
-  AlarmActions?: readonly string[];
-  OKActions?: readonly string[];
-  InsufficientDataActions?: readonly string[];
-}): Set<AlarmState> {
-  const actions = new Set<AlarmState>();
-  if (a.ActionsEnabled === false) return actions;
-  if ((a.AlarmActions ?? []).length > 0) actions.add('ALARM');
-  if ((a.OKActions ?? []).length > 0) actions.add('OK');
-  if ((a.InsufficientDataActions ?? []).length > 0) actions.add('INSUFFICIENT_DATA');
-  return actions;
-}
-
 function actionTargets(a: {
   ActionsEnabled?: boolean;
   AlarmActions?: readonly string[];
@@ -918,6 +904,11 @@ function actionTargets(a: {
   targets.set('OK', a.OKActions ?? []);
   targets.set('INSUFFICIENT_DATA', a.InsufficientDataActions ?? []);
   return targets;
+}
+
+/** The states whose transitions owe actions: those with at least one target. */
+function stateActions(targets: ReadonlyMap<AlarmState, readonly string[]>): Set<AlarmState> {
+  return new Set([...targets].filter(([, t]) => t.length > 0).map(([state]) => state));
 }
 
 function asState(value: string | undefined): AlarmState {
@@ -952,7 +943,7 @@ function toMetricAlarmSpec(a: MetricAlarm, scaler: PeriodScaler): MetricAlarmSpe
   const common = {
     name,
     rule,
-    actions: stateActions(a),
+    actions: stateActions(actionTargets(a)),
     targets: actionTargets(a),
     alarmArn: a.AlarmArn,
     motoState: asState(a.StateValue),
@@ -1062,7 +1053,7 @@ export class AlarmEvaluator {
           suppressor: c.ActionsSuppressor === undefined ? undefined : alarmNameOf(c.ActionsSuppressor),
           waitSeconds: c.ActionsSuppressorWaitPeriod ?? 0,
           extensionSeconds: c.ActionsSuppressorExtensionPeriod ?? 0,
-          actions: stateActions(c),
+          actions: stateActions(actionTargets(c)),
           targets: actionTargets(c),
         });
       } catch (error) {

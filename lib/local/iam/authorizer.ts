@@ -67,7 +67,7 @@ export interface DenialRecord {
 
 /** Local access key ids look like AWS's temporary ones (ASIA + 16), so the SDK treats them alike. */
 function accessKeyId(n: number): string {
-  return `ASIA${'TENANG'}${String(n).padStart(10, '0')}`;
+  return `ASIATENANG${String(n).padStart(10, '0')}`;
 }
 
 /** Authorizes requests against a deployed stack's policies. */

@@ -8,6 +8,7 @@
  */
 import { resolve, type ResolveContext } from '../template';
 import { parsePolicy, type NamedPolicy, type PolicyDocument } from './evaluate';
+import { queueArnFromUrl } from './request-actions';
 
 /** A deployed execution role and the identity policies attached to it. */
 export interface DeployedRole {
@@ -87,11 +88,6 @@ function refsOf(value: unknown): string[] {
     .filter((r): r is string => typeof r === 'string');
 }
 
-function queueArn(ctx: ResolveContext, url: string): string {
-  const [account, name] = url.split('/').slice(-2);
-  return `arn:aws:sqs:${ctx.region}:${account ?? ctx.accountId}:${name ?? url}`;
-}
-
 /** Reads the stack's roles and resource policies. */
 export function readDeployedPolicies(ctx: ResolveContext): DeployedPolicies {
   const resources = ctx.template.Resources;
@@ -149,7 +145,7 @@ export function readDeployedPolicies(ctx: ResolveContext): DeployedPolicies {
       case 'AWS::SQS::QueuePolicy': {
         const policy = read(logicalId, 'queue policy', props.PolicyDocument);
         for (const url of resolve(props.Queues ?? [], ctx) as string[])
-          addResourcePolicy(queueArn(ctx, url), policy);
+          addResourcePolicy(queueArnFromUrl(url, logicalId, ctx), policy);
         break;
       }
       case 'AWS::SNS::TopicPolicy': {

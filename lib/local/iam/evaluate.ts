@@ -647,6 +647,16 @@ function patternRegExp(pieces: readonly Piece[], mode: PatternMode): RegExp {
   return new RegExp(`^${source}$`, mode === 'glob-ci' ? 'is' : 's');
 }
 
+/** Whether an Action element's pattern matches `action`, as evaluate() matches it (case-insensitive wildcards). */
+export function actionPatternMatches(pattern: string, action: string): boolean {
+  return patternRegExp(literalPieces(pattern, true), 'glob-ci').test(action);
+}
+
+/** Whether a Resource element's pattern (no policy variables) matches `resource`, as evaluate() matches it. */
+export function resourcePatternMatches(pattern: string, resource: string): boolean {
+  return patternRegExp(literalPieces(pattern, true), 'resource').test(resource);
+}
+
 function piecesText(pieces: readonly Piece[]): string {
   return pieces.map((piece) => ('literal' in piece ? piece.literal : piece.wildcard)).join('');
 }

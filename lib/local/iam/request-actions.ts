@@ -443,7 +443,7 @@ const SQS_QUEUE_URL_OPS = words(`
   RemovePermission ListDeadLetterSourceQueues ListQueueTags TagQueue UntagQueue`);
 
 /** `http://localhost:5055/123456789012/name` (moto) or `https://sqs.R.amazonaws.com/123456789012/name` → the queue ARN. */
-function queueArnFromUrl(url: string, what: string, ctx: ArnContext): string {
+export function queueArnFromUrl(url: string, what: string, ctx: ArnContext): string {
   let parsed: URL;
   try {
     parsed = new URL(url);

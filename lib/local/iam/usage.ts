@@ -5,7 +5,12 @@
  * each with its written reason or flagged as having none (`npm run iam-report`).
  */
 import type { IamAuthorizer, UsageRecord } from './authorizer';
-import type { NamedPolicy, PolicyStatement } from './evaluate';
+import {
+  actionPatternMatches,
+  resourcePatternMatches,
+  type NamedPolicy,
+  type PolicyStatement,
+} from './evaluate';
 
 /** One platform run's usage file. */
 export interface IamUsageFile {
@@ -133,6 +138,7 @@ export const WILDCARD_RESOURCE_REASONS: readonly GrantReason[] = [
   { action: 'cloudwatch:PutMetricData', reason: 'PutMetricData supports no resource-level permissions.' },
 ];
 
+/** The reason tables' own patterns: a plain glob over the granted text (not IAM's ARN segments). */
 function glob(pattern: string, caseInsensitive: boolean): RegExp {
   const body = pattern
     .replace(/[.+^${}()|[\]\\]/g, '\\$&')
@@ -229,8 +235,8 @@ export function iamReport(files: readonly IamUsageFile[]): IamReport {
               (u) =>
                 u.role === roleId &&
                 u.allowedBy.some((ref) => ref.policyId === policy.id && ref.index === index) &&
-                glob(action, true).test(u.action) &&
-                glob(resource, false).test(u.resource),
+                actionPatternMatches(action, u.action) &&
+                resourcePatternMatches(resource, u.resource),
             );
             if (hit) usedCount += 1;
             else
