@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
@@ -30,7 +30,6 @@ import { readDeployedPolicies } from './iam/deployed-policies';
 import { iamUsageOf } from './iam/usage';
 import { SOURCE_ARN_HEADER, startIamProxy, type IamProxy } from './iam/iam-proxy';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
-import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import type { ResolveContext } from './template';
 
 /**
@@ -200,10 +199,12 @@ export class LocalPlatform {
             });
       if (proxy !== undefined) started.push(proxy);
       if (iam === undefined) opts.log(`IAM is not enforced (${IAM_SWITCH_VARIABLE}=off)`);
-      const roleCredentials = (fn: string): LocalCredentials | undefined => {
-        const spec = deployment.functions.get(fn);
-        return iam === undefined || spec === undefined ? undefined : iam.credentialsForRole(spec.roleArn, fn);
-      };
+      // One set of role credentials per function: its instances and the pollers acting for it share them.
+      const credentialsByFunction = new Map<string, LocalCredentials>();
+      if (iam !== undefined)
+        for (const fn of deployment.functions.values())
+          credentialsByFunction.set(fn.name, iam.credentialsForRole(fn.roleArn, fn.name));
+      const roleCredentials = (fn: string): LocalCredentials | undefined => credentialsByFunction.get(fn);
       /** An SDK client config acting as `fn`'s execution role (the Lambda service's own requests). */
       const asRole = (fn: string): { endpoint: string; region: string; credentials?: LocalCredentials } => {
         const credentials = roleCredentials(fn);
