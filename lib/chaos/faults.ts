@@ -243,18 +243,21 @@ export function hitsInvalidator(config: FaultConfig): boolean {
   return config.faults.some((f) => INVALIDATOR_FAULTS.includes(f));
 }
 
+/** Fresh jobs the late phase may send, one every few seconds, for a crash point still unfired. */
+export const LATE_FEEDS = 4;
+
 /**
  * Jobs a run holds back to send once a crash point is armed: a payment per payment crash point,
- * two payments for an invalidator crash (a capture's PAID transition is the order change that
- * reaches it) and two reservations for the inventory consumer's; the second of two goes out only
- * if the first did not make the point fire.
+ * one payment for an invalidator crash (a capture's PAID transition is the order change that
+ * reaches it) and one reservation for the inventory consumer's, each with LATE_FEEDS more that go
+ * out only while the point has not fired; what is left is sent at the end.
  */
 export function heldJobs(config: FaultConfig): {
   readonly 'payment.capture': number;
   readonly 'inventory.reserve': number;
 } {
   return {
-    'payment.capture': paymentCrashPhases(config).length + (hitsInvalidator(config) ? 2 : 0),
-    'inventory.reserve': config.faults.includes('crash-holding-lock') ? 2 : 0,
+    'payment.capture': paymentCrashPhases(config).length + (hitsInvalidator(config) ? LATE_FEEDS + 1 : 0),
+    'inventory.reserve': config.faults.includes('crash-holding-lock') ? LATE_FEEDS + 1 : 0,
   };
 }

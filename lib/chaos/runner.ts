@@ -592,6 +592,8 @@ const PHASE_CAP_MS = 20_000;
  * in the invalidator waits for Redis to come back; a rare SDK fault for more requests).
  */
 const LATE_CAP_MS = 20_000;
+/** How often a late fault gets a fresh job while it has not fired (see LATE_CAP_MS). */
+const LATE_FEED_MS = 5_000;
 
 /**
  * Injects the configuration's faults and lifts them after the plan's window, or once each has
@@ -719,13 +721,15 @@ async function injectFaults(
   if (!chaos.redis.running) await chaos.redis.up();
   // A crash, lost ack or SDK fault that has not fired yet stays on a little longer (the
   // invalidator's crash point, for one, is past a Redis write): its run would prove nothing of it.
+  // A fresh job goes out at once and again every LATE_FEED_MS while its fault is unfired: one
+  // capture may itself be held back by the faults still on (throttles, retries with backoff).
   const lateEnds = Date.now() + LATE_CAP_MS;
-  let fedLate = false;
+  let nextFeed = 0;
   for (;;) {
     const unfired = unfiredFaults(config, { ...fired, ...chaos.firedSoFar() });
     if (unfired.length === 0 || Date.now() >= lateEnds) break;
-    if (!fedLate) {
-      fedLate = true;
+    if (Date.now() >= nextFeed) {
+      nextFeed = Date.now() + LATE_FEED_MS;
       if (unfired.some((f) => INVALIDATOR_FAULTS.includes(f))) await feed('payment.capture');
       if (unfired.includes('crash-holding-lock')) await feed('inventory.reserve');
     }
