@@ -16,8 +16,52 @@ const RUNTIME_RESTRICTED_PATHS = [
   },
 ];
 
+// Layering: bin/ sits on top; under it lib/chaos and lib/drills (exercises on the emulator), then
+// lib/ops and lib/local; then lib/infra; then lib/adapters and lib/config; lib/core at the bottom.
+// Import strings are relative, so each rule matches the directory after any number of `../`. A
+// rule blocks static imports (no-restricted-imports) and dynamic ones (no-restricted-syntax on
+// ImportExpression) alike. test/unit/layering.test.ts keeps these rules from vanishing.
+const layerRule = (dirs, message) => ({ regex: `^(\\.\\./)+(${dirs.join('|')})(/|$)`, message });
+const LAYER = {
+  bin: layerRule(['bin'], 'lib/ never imports bin/: the entry points sit on top (an import cycle).'),
+  test: layerRule(['test'], 'No test helpers outside test/: move what is shared into lib/.'),
+  local: layerRule(['local'], 'lib/local is the emulator: operator code does not depend on it.'),
+  ops: layerRule(['ops'], 'lib/ops (operator code) sits above the CDK constructs and the audit.'),
+  upper: layerRule(
+    ['infra', 'ops', 'local'],
+    'lib/adapters sits below the CDK constructs, the operator code and the emulator.',
+  ),
+  core: layerRule(['adapters', 'infra', 'ops', 'local'], 'lib/core is pure: it imports no layer above it.'),
+};
+/** No SDK, no environment, no Redis in lib/core. */
+const CORE_PACKAGES = {
+  group: ['@aws-sdk/*', 'aws-cdk-lib*', 'ioredis', '@aws-lambda-powertools/*'],
+  message: 'lib/core is pure: no SDK, no CDK, no Redis.',
+};
+// esquery regexes cannot hold a `/`: spell it \x2F.
+const dynamicImport = ({ regex, message }) => ({
+  selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`,
+  message,
+});
+/** The import rules of a layer: the bundle-size paths everywhere, plus the layer's patterns. */
+const restrictImports = (...patterns) => ({
+  'no-restricted-imports': ['error', { paths: RUNTIME_RESTRICTED_PATHS, patterns }],
+  'no-restricted-syntax': ['error', ...patterns.filter((p) => p.regex !== undefined).map(dynamicImport)],
+});
+
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.tenang/', '.venv/', 'reports/', 'bench/out/', 'coverage/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'cdk.out/',
+      '.tenang/',
+      '.venv/',
+      'reports/',
+      'bench/out/',
+      'coverage/',
+      'dist/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -31,24 +75,26 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: RUNTIME_RESTRICTED_PATHS }],
     },
   },
-  {
-    // The one place that imports zod itself.
-    files: ['lib/config/zod.ts'],
-    rules: { 'no-restricted-imports': 'off' },
-  },
+  // Flat config blocks replace each other's rule for the same file: every block composes its
+  // whole list (restrictImports), the more specific blocks come later.
+  { files: ['lib/**/*.ts'], rules: restrictImports(LAYER.bin) },
+  { files: ['lib/ops/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.local) },
+  { files: ['lib/infra/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.ops, LAYER.local) },
+  { files: ['lib/adapters/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.upper) },
+  { files: ['lib/chaos/**/*.ts', 'lib/drills/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.test) },
+  { files: ['bench/**/*.ts'], rules: restrictImports(LAYER.test) },
   {
     // lib/core is pure: no SDK, no environment, no Redis.
     files: ['lib/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: RUNTIME_RESTRICTED_PATHS,
-          patterns: ['@aws-sdk/*', 'aws-cdk-lib*', 'ioredis', '@aws-lambda-powertools/*', '../adapters/*'],
-        },
-      ],
+      ...restrictImports(CORE_PACKAGES, LAYER.bin, LAYER.core),
       'no-restricted-globals': ['error', { name: 'process', message: 'lib/core reads no environment.' }],
     },
+  },
+  {
+    // The one place that imports zod itself.
+    files: ['lib/config/zod.ts'],
+    rules: { 'no-restricted-imports': 'off' },
   },
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],

@@ -4,12 +4,18 @@ const base = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': tsJest },
   moduleFileExtensions: ['ts', 'js', 'json'],
+  // The examples import the public API as a user does (`tenang/<entry>`): here, its sources.
+  moduleNameMapper: { '^tenang/(config|infra|runtime|audit)$': '<rootDir>/lib/api/$1' },
+  // Unbundled code reads the app's declaration from TENANG_PIPELINE (lib/config/source.ts).
+  setupFiles: ['<rootDir>/test/helpers/reference-pipeline.ts'],
 };
 
 module.exports = {
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
+    // npm pack, the tarball in an empty project and the examples synthesized outside the repo (~1 min).
+    { ...base, displayName: 'package', testMatch: ['<rootDir>/test/package/**/*.test.ts'] },
     {
       ...base,
       displayName: 'integration',

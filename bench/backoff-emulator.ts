@@ -27,7 +27,7 @@ import { countSdkCalls } from '../lib/adapters/aws/call-counter';
 import { newDynamoDbClient } from '../lib/adapters/aws/clients';
 import type { RetryPolicy } from '../lib/config';
 import type { Random } from '../lib/core/backoff';
-import { uniqueName } from '../test/helpers/aws';
+import { uniqueName } from '../lib/local/names';
 import {
   BACKOFF_STRATEGIES,
   CONTENTION_PROTOCOLS,

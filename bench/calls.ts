@@ -35,8 +35,8 @@ import type { InvokeResult } from '../lib/local/function-host';
 import { pollUntil } from '../lib/local/poll';
 import { createBaselinePaymentHandler } from '../lib/local/powertools-baseline';
 import { SqsEventSource } from '../lib/local/sqs-event-source';
-import { uniqueName } from '../test/helpers/aws';
-import { lambdaContext } from '../test/helpers/sqs-events';
+import { lambdaContext } from '../lib/local/lambda-context';
+import { uniqueName } from '../lib/local/names';
 
 /** The two consumers compared. */
 export type CallsSystem = 'tenang' | 'powertools-baseline';

@@ -1,6 +1,8 @@
 /**
  * Local platform CLI (`tsx bin/local.ts <command>`): brings up moto and Redis, reusing what runs.
- *   up                    keep the environment running until Ctrl-C; prints `export` lines
+ *   up                    deploy the pipeline on the local platform and keep it running until
+ *                         Ctrl-C; prints the `export` lines that point `tenang` and curl at it
+ *                         (`up --env-only`: only moto and Redis)
  *   run -- <cmd> [args]   run a command inside the environment, exit with its exit code
  *   start                 deploy the app into moto with cdk, run a scenario with a live status and
  *                         write its report (`npm start -- --scenario smoke --duration 30 --rate 2`)
@@ -11,7 +13,14 @@ import { Command, InvalidArgumentError } from 'commander';
 import { LocalEnvError, startLocalEnv, type LocalEnv } from '../lib/local/env';
 import { ProvisionError } from '../lib/local/provision';
 import { SCENARIOS, ScenarioOptionsError } from '../lib/local/scenario';
-import { startLocalPipeline } from '../lib/local/start';
+import {
+  printDeployment,
+  renderOperatorEnvironment,
+  shellQuote,
+  startLocalPipeline,
+  UP_SKUS,
+  upLocalPipeline,
+} from '../lib/local/start';
 
 /** The command given to `run` could not be found. */
 class CommandNotFoundError extends Error {
@@ -27,20 +36,73 @@ const log = (line: string): void => {
 let onSignal: (signal: NodeJS.Signals) => void = (signal) => process.exit(signalExitCode(signal));
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => onSignal(signal));
 
-/** `up`: start the environment, print it, wait for SIGINT/SIGTERM, stop what was started. */
-async function up(): Promise<number> {
+/** `up --env-only`: start moto and Redis, print them, wait for SIGINT/SIGTERM, stop what was started. */
+async function upEnvOnly(): Promise<number> {
   const env = await startLocalEnv({ log });
   process.stdout.write(describeEnv(env));
   log('ready; press Ctrl-C to stop');
   // Reused servers are not our children, so something must keep the event loop alive.
   const keepAlive = setInterval(() => undefined, 60_000);
-  await new Promise<void>((resolve) => {
-    onSignal = () => resolve();
-  });
+  await untilSignal();
   clearInterval(keepAlive);
   log(env.started.length > 0 ? `stopping ${env.started.join(', ')}` : 'nothing to stop');
   await env.stop();
   return 0;
+}
+
+/**
+ * `up`: deploy the pipeline on the local platform, print what another shell exports to operate
+ * it, run until SIGINT/SIGTERM, then stop every function instance, server and emulator started.
+ * A signal before it is up ends the process at once (the exit hook kills the servers started).
+ */
+async function up(opts: { stage: string; quiet?: boolean }): Promise<number> {
+  const short = (fn: string): string => fn.replace(`tenang-${opts.stage}-`, '');
+  const running = await upLocalPipeline({
+    stage: opts.stage,
+    log,
+    // Like `sam local start-api`: the functions' log lines on the terminal, without the EMF metrics.
+    onFunctionOutput:
+      opts.quiet === true
+        ? undefined
+        : (line, fn) => {
+            if (!line.includes('"_aws":')) process.stderr.write(`[${short(fn)}] ${line}\n`);
+          },
+  });
+  let received: NodeJS.Signals | undefined;
+  const stopped = untilSignal().then((signal) => (received = signal));
+  try {
+    const { platform } = running;
+    await printDeployment(platform, (text) => process.stdout.write(text));
+    const origin = (name: string): string =>
+      platform.env.started.includes(name) ? 'started here' : 'reused';
+    process.stdout.write(
+      renderOperatorEnvironment(running.environment, {
+        routes: platform.deployment.routes,
+        notes: [
+          `AWS endpoint: ${platform.env.endpoint} (moto, ${origin('moto')}), region ${platform.env.region}; Lambda API: ${platform.control.url} (the local control plane)`,
+          `Redis: ${platform.env.redisUrl} (${running.redis === undefined ? 'REDIS_URL, not ours' : `started here, pid ${running.redis.pid ?? '?'}`}); stock of ${UP_SKUS.join(', ')} seeded`,
+          `HTTP API: ${platform.api.url} (IAM authorization is not checked locally)`,
+        ],
+      }),
+    );
+    log(`ready: stage ${opts.stage} runs on the local platform; press Ctrl-C to stop`);
+    await stopped;
+    log('stopping every function, poller and server this run started…');
+  } finally {
+    // A second signal while stopping ends the process at once; a stop that hangs still ends.
+    onSignal = (signal) => process.exit(signalExitCode(signal));
+    setTimeout(() => process.exit(signalExitCode(received ?? 'SIGTERM')), STOP_DEADLINE_MS).unref();
+    await running.stop();
+  }
+  log('stopped');
+  return 0;
+}
+
+/** Resolves on the next SIGINT or SIGTERM. */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    onSignal = resolve;
+  });
 }
 
 /** `run`: run `command args` with the environment's variables, then stop what was started. */
@@ -120,10 +182,6 @@ function positiveNumber(value: string): number {
   return n;
 }
 
-function shellQuote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
-
 function signalExitCode(signal: NodeJS.Signals): number {
   return 128 + (constants.signals[signal] ?? 0);
 }
@@ -157,9 +215,14 @@ async function main(argv: readonly string[]): Promise<number> {
     .enablePositionalOptions();
   program
     .command('up')
-    .description('start the local environment and keep it running until Ctrl-C')
-    .action(async () => {
-      exitCode = await up();
+    .description(
+      'deploy the pipeline on the local platform (moto, a redis-server of its own, cdk deploy, the functions, pollers and HTTP API) and keep it running until Ctrl-C; prints the `export` lines that point `tenang` and curl at it',
+    )
+    .option('--stage <name>', 'stage to deploy', 'dev')
+    .option('--quiet', "don't print the functions' log lines")
+    .option('--env-only', 'only moto and Redis, nothing deployed (what `run` gives a command)')
+    .action(async (opts: { stage: string; quiet?: boolean; envOnly?: boolean }) => {
+      exitCode = opts.envOnly === true ? await upEnvOnly() : await up(opts);
     });
   program
     .command('run')

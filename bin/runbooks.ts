@@ -7,7 +7,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
-import { stageConfig } from '../lib/adapters/lambda-env';
+import { loadPipelineConfig } from '../lib/config';
+import { referencePipeline } from '../examples/reference/pipeline';
 import { generateRunbookFiles } from '../lib/ops/runbook-index';
 
 const program = new Command('runbooks')
@@ -17,7 +18,7 @@ const program = new Command('runbooks')
   .parse();
 const opts = program.opts<{ check?: boolean; dir: string }>();
 // Generated pages name the stage `<stage>`: any stage's config has the same shape.
-const files = generateRunbookFiles(stageConfig('stage', 'us-east-1'));
+const files = generateRunbookFiles(loadPipelineConfig(referencePipeline('stage', 'us-east-1')));
 let stale = 0;
 for (const f of files) {
   const target = path.join(opts.dir, f.file);

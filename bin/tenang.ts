@@ -1,8 +1,9 @@
-#!/usr/bin/env -S npx tsx
+#!/usr/bin/env node
 /**
  * The `tenang` CLI's entry point: builds the commander program from the command modules and
- * funnels every error into one message and exit code (0 ok, 1 failure, 2 usage). Only this
- * file calls process.exit; tests drive `run(argv, io)` and get the exit code back.
+ * funnels every error into one message and exit code (0 ok, 1 failure, 2 usage, 3 no usable AWS
+ * credentials: lib/ops/cli-errors.ts). Only this file calls process.exit; tests drive
+ * `run(argv, io)` and get the exit code back.
  */
 import * as readline from 'node:readline/promises';
 import { Command, CommanderError, Option } from 'commander';
@@ -15,6 +16,12 @@ import {
   type RegisterCommand,
 } from '../lib/ops/cli-context';
 import { MappingError } from '../lib/core/reconcile';
+import {
+  credentialsFailureOf,
+  describeCredentialsFailure,
+  EXIT_CODE,
+  EXIT_CODES_HELP,
+} from '../lib/ops/cli-errors';
 import { register as registerAudit } from '../lib/ops/commands/audit';
 import { register as registerDegrade } from '../lib/ops/commands/degrade';
 import { register as registerDlq } from '../lib/ops/commands/dlq';
@@ -23,7 +30,7 @@ import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
 import { register as registerCache } from '../lib/ops/commands/cache';
-import { register as registerDrill } from '../lib/ops/commands/drill';
+import { drillCommand } from '../lib/drills/command';
 
 /** Every command module, in help order. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -35,7 +42,8 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerAudit,
   registerLock,
   registerCache,
-  registerDrill,
+  // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
+  drillCommand((argv, env) => runCaptured(argv, { env })),
 ];
 
 /** Where the CLI writes and how it asks. */
@@ -79,7 +87,11 @@ function isAwsError(error: unknown): error is Error & { $fault?: string } {
 }
 
 /** Maps an error to its exit code, writing its explanation to `err` (the error funnel). */
-export function exitCodeFor(error: unknown, err: (text: string) => void): number {
+export function exitCodeFor(
+  error: unknown,
+  err: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
   if (error instanceof CommanderError) {
     // Commander has already written its message (or the help) through configureOutput.
     return error.exitCode === 0 ? 0 : 2;
@@ -87,6 +99,13 @@ export function exitCodeFor(error: unknown, err: (text: string) => void): number
   if (error instanceof UsageError) {
     err(`error: ${error.message}`);
     return 2;
+  }
+  // Before the failures and the AWS errors: a command may wrap it (cause), an expired or unknown
+  // token is an AWS error, and none of them is a bug.
+  const credentials = credentialsFailureOf(error);
+  if (credentials !== undefined) {
+    err(describeCredentialsFailure(credentials, env));
+    return EXIT_CODE.credentials;
   }
   if (error instanceof CommandFailedError || error instanceof MappingError) {
     err(`error: ${error.message}`);
@@ -140,7 +159,7 @@ export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = (
     .addHelpText(
       'after',
       `
-Exit codes: 0 ok, 1 failure, 2 usage error.
+${EXIT_CODES_HELP}
 Endpoints come from the environment (AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_LAMBDA).
 
 Examples:
@@ -154,6 +173,11 @@ Examples:
 
 Runbooks: runbooks/README.md (every step there is one of these commands).`,
     );
+  // Each action runs with the stage's pipeline config at hand: unless TENANG_PIPELINE gives it,
+  // it is read once from the deployed stack's template (a failure surfaces where it is needed).
+  program.hook('preAction', async () => {
+    await getContext().loadConfig?.();
+  });
   for (const register of COMMANDS) register(program, getContext);
   // Subcommands inherit the overrides: no command may exit the process.
   const override = (cmd: Command): void => {
@@ -172,7 +196,7 @@ export async function run(argv: readonly string[], io: CliIo = processIo()): Pro
     await program.parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    return exitCodeFor(error, io.err);
+    return exitCodeFor(error, io.err, io.env ?? process.env);
   } finally {
     if (context !== undefined) for (const client of Object.values(context.clients)) client.destroy();
   }

@@ -1,8 +1,10 @@
 /**
- * The reference pipeline of DESIGN.md, declared once. Infrastructure, handlers, the local
- * platform, the CLI and the runbook index all read it through `pipelineConfig()`.
+ * The reference pipeline's declaration: three job types (a FIFO payment capture, a sheddable
+ * notification, a deferrable stock reservation) and two stream consumers on the orders table.
+ * The app (app.ts) hands it to the stack, which bakes it into every function's bundle and the
+ * stack's template metadata: functions, the CLI and the local platform read it from there.
  */
-import type { PipelineInput } from './schema';
+import type { PipelineInput } from 'tenang/config';
 
 /** The declaration for a stage; only the stage name and region vary between stages. */
 export function referencePipeline(stageName: string, region: string): PipelineInput {
@@ -13,8 +15,8 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       alarmTopic: { name: `tenang-${stageName}-alarms` },
       // Replace with the real providers' endpoints before deploying to an account.
       providers: {
-        paymentUrl: 'https://payments.example.com',
-        messagingUrl: 'https://messaging.example.com',
+        payment: 'https://payments.example.com',
+        messaging: 'https://messaging.example.com',
       },
       cache: {
         ttlSeconds: 300,
@@ -37,6 +39,15 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         latencyObjectiveSeconds: 120,
         owner: 'payments-team',
         dependencies: ['payment-provider', 'orders-table', 'idempotency-table'],
+        // The capture: the order read and guarded (GetItem, ConditionCheckItem) and moved to PAID
+        // (UpdateItem); the idempotency record claimed, completed and given back (Powertools' layer).
+        resources: {
+          tables: {
+            orders: ['GetItem', 'UpdateItem', 'ConditionCheckItem'],
+            idempotency: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
+          },
+          providers: ['payment'],
+        },
         idempotent: true,
         pauseCost: 'Captures wait: revenue is delayed and customers see "payment pending"; nothing is lost.',
         runbook: 'payment-capture',
@@ -55,6 +66,8 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         usefulAgeSeconds: 21_600,
         owner: 'growth-team',
         dependencies: ['messaging-provider', 'dedup-table'],
+        // Dedup per (order, template): a conditional claim, and its release when the send fails.
+        resources: { tables: { dedup: ['PutItem', 'DeleteItem'] }, providers: ['messaging'] },
         idempotent: true,
         pauseCost: 'Customers get order e-mails late; no money or stock is affected.',
         runbook: 'notification-send',
@@ -71,6 +84,9 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         latencyObjectiveSeconds: 300,
         owner: 'fulfilment-team',
         dependencies: ['locks-table', 'orders-table'],
+        // Leases are acquired, extended and cleared with conditional updates; stock is read and
+        // fenced-updated.
+        resources: { tables: { locks: ['UpdateItem'], inventory: ['UpdateItem'] } },
         idempotent: true,
         pauseCost: 'Paid orders wait for stock reservation; oversell risk grows with the pause.',
         runbook: 'inventory-reserve',

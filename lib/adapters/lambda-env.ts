@@ -1,9 +1,9 @@
 /**
  * Function environment parsing: one zod schema per function, one error listing every missing or
- * invalid variable (STYLE.md: config fails early and completely).
+ * invalid variable (config fails early and completely, as loadPipelineConfig does).
  */
 import type * as z from '../config/zod';
-import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import { decodePipeline, type PipelineConfig } from '../config';
 
 /** A function's environment is missing or malformed. */
 export class FunctionEnvError extends Error {
@@ -36,7 +36,12 @@ export function parseFunctionEnv<S extends z.ZodMiniType>(
   );
 }
 
-/** The pipeline config of the function's stage (TENANG_STAGE) and region (AWS_REGION). */
+/**
+ * The app's pipeline config for the function's stage (TENANG_STAGE) and region (AWS_REGION).
+ * The declaration is the one the stack was built with: written as `process.env.TENANG_PIPELINE`
+ * so that esbuild replaces it with the JSON at bundle time (lib/infra/tenang-function.ts); a
+ * process that runs this code unbundled (a test, the CLI) sets the variable instead.
+ */
 export function stageConfig(stage: string, region: string | undefined): PipelineConfig {
-  return loadPipelineConfig(referencePipeline(stage, region ?? 'us-east-1'));
+  return decodePipeline(process.env.TENANG_PIPELINE, 'function bundle', stage, region ?? 'us-east-1');
 }

@@ -16,13 +16,8 @@ import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store
 import { LocalPlatform } from '../local/platform';
 import { freePort } from '../local/ports';
 import { queueCounts } from '../adapters/aws/queue-counts';
-import type { AlarmState } from '../local/alarm-evaluator';
-import {
-  withDrillContext,
-  type CliAnswer,
-  type DrillContext,
-  type RunDrillOptions,
-} from '../ops/drills/drill';
+import type { AlarmState } from '../local/alarms/state';
+import { withDrillContext, type CliAnswer, type DrillContext, type RunDrillOptions } from '../drills/drill';
 import {
   createOrder,
   jobTarget,
@@ -31,7 +26,7 @@ import {
   payOrder,
   seedSku,
   tables,
-} from '../ops/drills/support';
+} from '../drills/support';
 
 /** Sizes of one run. */
 export interface BacklogExperimentSizes {

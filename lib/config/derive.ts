@@ -137,3 +137,13 @@ export function resolveStreamConsumer(stage: Stage, sc: StreamConsumer): Resolve
     alarms: deriveAlarmSettings(sc.latencyObjectiveSeconds, 'critical'),
   };
 }
+
+/** The variable holding a table's name in a consumer's environment: `orders` → `ORDERS_TABLE`. */
+export function tableVariable(table: string): string {
+  return `${table.toUpperCase()}_TABLE`;
+}
+
+/** The variable holding a provider's URL: `payment` → `PAYMENT_PROVIDER_URL`. */
+export function providerVariable(provider: string): string {
+  return `${provider.toUpperCase()}_PROVIDER_URL`;
+}

@@ -3,6 +3,6 @@ export * from './schema';
 export * from './derive';
 export * from './errors';
 export * from './load';
-export { referencePipeline } from './pipeline';
+export * from './source';
 export * from './metrics';
 export * from './tables';

@@ -27,6 +27,8 @@ import { PipelineConfigError } from './errors';
 
 /** The validated pipeline with every derived value computed. */
 export interface PipelineConfig {
+  /** The declaration as the app wrote it (what the stack carries to functions and the CLI). */
+  readonly declaration: PipelineInput;
   readonly stage: Stage;
   readonly degradeFlagName: string;
   readonly jobTypes: readonly ResolvedJobType[];
@@ -39,6 +41,9 @@ function formatIssues(prefix: string, error: z.core.$ZodError): string[] {
     return `${path}: ${issue.message}`;
   });
 }
+
+/** What Powertools' DynamoDB persistence layer calls on the idempotency table. */
+const IDEMPOTENCY_ACTIONS = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] as const;
 
 /** Cross-field rules for one job type; each returns the problems it finds. */
 function checkJobType(at: string, job: JobType): string[] {
@@ -106,6 +111,16 @@ function checkJobType(at: string, job: JobType): string[] {
       );
     }
   }
+  if (job.entry !== undefined && job.idempotent) {
+    // defineJob's runner keeps a Powertools record per job on the idempotency table.
+    const granted = job.resources.tables.idempotency ?? [];
+    const missing = IDEMPOTENCY_ACTIONS.filter((a) => !granted.includes(a));
+    if (missing.length > 0) {
+      problems.push(
+        `${at}.resources.tables.idempotency: an idempotent job type run by defineJob needs ${IDEMPOTENCY_ACTIONS.join(', ')} on the idempotency table (missing: ${missing.join(', ')})`,
+      );
+    }
+  }
   if (job.criticality === 'critical' && !job.idempotent) {
     problems.push(`${at}.idempotent: critical work must be idempotent (D1)`);
   }
@@ -170,6 +185,15 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   }
 
   if (stageResult.success) {
+    jobTypes.forEach((job, index) => {
+      for (const provider of job.resources.providers) {
+        if (stageResult.data.providers[provider] === undefined) {
+          problems.push(
+            `jobTypes[${index}].resources.providers: "${provider}" has no URL in stage.providers (known: ${Object.keys(stageResult.data.providers).join(', ') || 'none'})`,
+          );
+        }
+      }
+    });
     jobTypes.forEach((job) => {
       const { dlqName } = resolveJobType(stageResult.data, job);
       if (dlqName.length > AWS_LIMITS.sqsQueueNameLength.max) {
@@ -183,6 +207,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   if (problems.length > 0 || !stageResult.success) throw new PipelineConfigError(problems);
   const stage = stageResult.data;
   return {
+    declaration: input,
     stage,
     degradeFlagName: degradeFlagName(stage.name),
     jobTypes: jobTypes.map((j) => resolveJobType(stage, j)),

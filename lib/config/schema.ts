@@ -53,6 +53,30 @@ const FunctionSchema = z.object({
   memoryMb: intIn(AWS_LIMITS.lambdaMemoryMb.min, AWS_LIMITS.lambdaMemoryMb.max),
 });
 
+/** The tables of the pipeline (lib/infra/tables.ts); a job type names the ones it uses. */
+export const TableName = z.enum(['orders', 'idempotency', 'locks', 'dedup', 'inventory']);
+export type TableName = z.infer<typeof TableName>;
+
+/** DynamoDB item actions a consumer may be granted on a table (never the whole dynamodb:*). */
+export const TableAction = z.enum(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']);
+export type TableAction = z.infer<typeof TableAction>;
+
+const providerName = (): z.ZodMiniString<string> =>
+  z.string().check(z.regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits, e.g. payment'));
+
+/**
+ * What a job type's consumer uses. The stack derives everything from it: each table's
+ * `<NAME>_TABLE` variable and a grant of exactly the listed actions, each provider's
+ * `<NAME>_PROVIDER_URL` from the stage's providers, and on the local platform a fake provider.
+ */
+export const JobResourcesSchema = z.object({
+  /** Tables and the item actions the consumer calls on each. @default {} */
+  tables: z._default(z.partialRecord(TableName, z.array(TableAction).check(z.minLength(1))), {}),
+  /** HTTP providers it calls, by the name the stage's `providers` gives their URL. @default [] */
+  providers: z._default(z.array(providerName()), []),
+});
+export type JobResources = z.output<typeof JobResourcesSchema>;
+
 export const JobTypeSchema = z.object({
   /** Job type name as it appears in the envelope, e.g. `payment.capture`. */
   name: z
@@ -100,6 +124,20 @@ export const JobTypeSchema = z.object({
   neededForRecovery: z._default(z.boolean(), false),
   /** Runbook file name under runbooks/, without `.md`. */
   runbook: kebabName('must be a kebab-case file name under runbooks/ without .md'),
+  /** Tables and providers the consumer uses (grants, variables, local fakes). @default none */
+  resources: z._default(JobResourcesSchema, { tables: {}, providers: [] }),
+  /**
+   * The consumer's handler module, relative to the app's directory (e.g. `jobs/invoice-issue.ts`,
+   * exporting `handler`). @default the package's lambdas/<consumer>/index.ts (the reference's)
+   */
+  entry: z.optional(
+    z.string().check(z.regex(/^[^/].*\.[cm]?[jt]s$/, 'must be a relative path to a .ts or .js file')),
+  ),
+  /**
+   * A valid payload, for the local platform's traffic and the chaos workload of a job type they
+   * know nothing else about. @default none: such a job type gets no generated traffic
+   */
+  samplePayload: z.optional(z.record(z.string(), z.unknown())),
 });
 export type JobTypeInput = z.input<typeof JobTypeSchema>;
 export type JobType = z.output<typeof JobTypeSchema>;
@@ -146,10 +184,7 @@ export const StageSchema = z.object({
     emails: z._default(z.array(z.email()), []),
   }),
   /** External providers the consumers call; each call carries the idempotency key (I3). */
-  providers: z.object({
-    paymentUrl: z.url(),
-    messagingUrl: z.url(),
-  }),
+  providers: z.record(providerName(), z.url()),
   cache: z.object({
     /** Base TTL of a cache entry, seconds. */
     ttlSeconds: intIn(1),

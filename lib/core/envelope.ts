@@ -48,13 +48,25 @@ export const PAYLOADS = {
   'notification.send': NotificationSendPayload,
   'inventory.reserve': InventoryReservePayload,
 } as const;
-/** A job type this code knows. */
+/** A job type of the reference pipeline, whose payload schema this module holds. */
 export type JobTypeName = keyof typeof PAYLOADS;
-/** The payload of a job type. */
-export type PayloadOf<T extends JobTypeName> = z.infer<(typeof PAYLOADS)[T]>;
+/** The payload of a job type: the reference's from PAYLOADS; any other app's as its schema says. */
+export type PayloadOf<T extends string> = T extends JobTypeName ? z.infer<(typeof PAYLOADS)[T]> : unknown;
+
+/**
+ * The payload schema of a reference job type, or a permissive one for any other: code that knows
+ * an app only by its config (the CLI replaying a DLQ) checks the envelope, and the consumer checks
+ * the payload again when the job runs.
+ */
+export function knownPayloadSchema(name: string): PayloadSchema {
+  return (PAYLOADS as Readonly<Record<string, PayloadSchema>>)[name] ?? z.unknown();
+}
+
+/** A job type name as the config requires it: `domain.action`. */
+export const JOB_TYPE_NAME = /^[a-z]+(\.[a-z]+)+$/;
 
 const EnvelopeSchema = z.object({
-  type: z.enum(Object.keys(PAYLOADS) as [JobTypeName, ...JobTypeName[]]),
+  type: z.string().check(z.regex(JOB_TYPE_NAME, 'must be a job type name such as payment.capture')),
   version: z.int().check(z.gte(1)),
   idempotencyKey: z.string().check(z.minLength(1), z.maxLength(256)),
   correlationId: z.string().check(z.minLength(1), z.maxLength(128)),
@@ -63,7 +75,7 @@ const EnvelopeSchema = z.object({
 });
 
 /** A parsed, validated job. */
-export interface JobEnvelope<T extends JobTypeName = JobTypeName> {
+export interface JobEnvelope<T extends string = JobTypeName> {
   readonly type: T;
   readonly version: number;
   readonly idempotencyKey: string;
@@ -78,12 +90,22 @@ function issues(error: z.core.$ZodError, prefix = ''): string[] {
   );
 }
 
+/** The schema of a payload (any zod/mini schema). */
+export type PayloadSchema = z.ZodMiniType;
+
 /**
- * Parses a message body into an envelope of the expected job type.
+ * Parses a message body into an envelope of the expected job type, its payload checked with
+ * `payloadSchema` (a reference job type's own when not given).
  * @throws ValidationError (permanent) for invalid JSON, a wrong schema, an unknown or
  * unexpected type, a future version or an oversize payload.
  */
-export function parseEnvelope<T extends JobTypeName>(body: string, expectedType: T): JobEnvelope<T> {
+export function parseEnvelope<T extends string>(
+  body: string,
+  expectedType: T,
+  payloadSchema?: PayloadSchema,
+): JobEnvelope<T> {
+  const schema = payloadSchema ?? (PAYLOADS as Readonly<Record<string, PayloadSchema>>)[expectedType];
+  if (schema === undefined) throw new Error(`no payload schema for job type ${expectedType}`);
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -115,14 +137,14 @@ export function parseEnvelope<T extends JobTypeName>(body: string, expectedType:
   if (size > MAX_PAYLOAD_BYTES) {
     throw new ValidationError('payload too large', [`payload: ${size} bytes exceeds ${MAX_PAYLOAD_BYTES}`]);
   }
-  const payload = PAYLOADS[expectedType].safeParse(e.payload);
+  const payload = schema.safeParse(e.payload);
   if (!payload.success)
     throw new ValidationError(`invalid ${expectedType} payload`, issues(payload.error, 'payload'));
   return { ...e, type: expectedType, payload: payload.data as PayloadOf<T> };
 }
 
 /** Builds an envelope for a producer. */
-export function makeEnvelope<T extends JobTypeName>(
+export function makeEnvelope<T extends string>(
   type: T,
   payload: PayloadOf<T>,
   opts: { idempotencyKey: string; correlationId: string; now: Date },

@@ -1,7 +1,7 @@
 /** Builds the CDK app: the pipeline stack for the selected stage, with cdk-nag packs attached. */
 import { App, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
-import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import type { PipelineConfig, PipelineDeclaration } from '../config';
 import { TenangChecks } from './audit/tenang-checks';
 import { PipelineStack } from './pipeline-stack';
 import { STAGE_CONTEXT_KEY, targetTraits } from './target';
@@ -22,16 +22,21 @@ export interface BuiltApp {
 }
 
 /**
- * Creates the pipeline stack inside `app` and attaches the AwsSolutions, Serverless and Tenang
+ * Creates the pipeline stack of the app's declaration `pipeline` inside `app` and attaches the AwsSolutions, Serverless and Tenang
  * (worker-queue audit, P4) nag packs; an unacknowledged finding fails synthesis.
  */
-export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
+export function buildApp(
+  app: App,
+  pipeline: PipelineDeclaration,
+  region: string = DEFAULT_REGION,
+  opts: { readonly appDir?: string } = {},
+): BuiltApp {
   const stage: unknown = app.node.tryGetContext(STAGE_CONTEXT_KEY) ?? 'dev';
   if (typeof stage !== 'string') throw new Error(`CDK context ${STAGE_CONTEXT_KEY} must be a string`);
-  const config = loadPipelineConfig(referencePipeline(stage, region));
   const traits = targetTraits(app);
   const stack = new PipelineStack(app, stackName(stage), {
-    config,
+    pipeline: pipeline(stage, region),
+    ...(opts.appDir === undefined ? {} : { appDir: opts.appDir }),
     traits,
     // Account-agnostic on purpose: no context lookups, so synth is the same on every machine.
     env: { region },
@@ -43,5 +48,5 @@ export function buildApp(app: App, region: string = DEFAULT_REGION): BuiltApp {
     new ServerlessChecks(app),
     new TenangChecks(app),
   );
-  return { app, stack, config };
+  return { app, stack, config: stack.config };
 }

@@ -56,6 +56,9 @@ export const FUNCTION_DEFAULTS = {
     mainFields: ['module', 'main'],
     // A few dependencies still call require(); give the ESM bundle one.
     banner: BUNDLE_BANNER,
+    // An app's job module imports `tenang/runtime`: from the installed package, bundle its
+    // TypeScript sources (ESM, tree-shaken) rather than the compiled CommonJS.
+    esbuildArgs: { '--conditions': 'tenang-source' },
   },
 } as const satisfies Partial<nodejs.NodejsFunctionProps>;
 

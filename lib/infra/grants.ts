@@ -10,9 +10,10 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as ssm from 'aws-cdk-lib/aws-ssm';
+import type { TableAction } from '../config';
 
 /** DynamoDB item actions a function may be granted on a table. */
-export type ItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+export type ItemAction = TableAction;
 
 /** Grants `actions` on `table` (TransactWriteItems is authorized as its items' actions, so it needs no action of its own). */
 export function grantItems(

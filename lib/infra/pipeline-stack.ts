@@ -1,9 +1,23 @@
 /** The deployable pipeline, driven entirely by the pipeline config. */
 import { grantItems, grantParameterRead, grantSend } from './grants';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { jobTypeByName, type PipelineConfig, type ResolvedStreamConsumer } from '../config';
+import {
+  encodePipeline,
+  loadPipelineConfig,
+  PIPELINE_CONTEXT_KEY,
+  PIPELINE_METADATA_KEY,
+  type PipelineConfig,
+  providerVariable,
+  tableVariable,
+  type PipelineInput,
+  type ResolvedJobType,
+  type ResolvedStreamConsumer,
+  type TableAction,
+  type TableName,
+} from '../config';
 import { Cache } from './cache';
 import { ControlFlags, type ControlledConsumer } from './control-flags';
 import { Ingress } from './ingress';
@@ -13,14 +27,38 @@ import { Tables } from './tables';
 import type { TargetTraits } from './target';
 import { WorkerQueue } from './worker-queue';
 
-/** Handler entry of a deployed function: lambdas/<name>/index.ts. */
+/**
+ * Handler entry of a deployed function: lambdas/<name>/index.ts, found from a checkout's
+ * lib/infra or the installed package's dist/lib/infra (the package ships the sources so esbuild
+ * bundles them as ESM, tree-shaken: a bundle of the compiled CommonJS is about twice the size).
+ */
 export function lambdaEntry(name: string): string {
-  return path.join(__dirname, '..', '..', 'lambdas', name, 'index.ts');
+  const candidates = [
+    path.join(__dirname, '..', '..', 'lambdas', name, 'index.ts'),
+    path.join(__dirname, '..', '..', '..', 'lambdas', name, 'index.ts'),
+  ];
+  return candidates.find((c) => fs.existsSync(c)) ?? (candidates[0] as string);
+}
+
+/** `payment.capture` → `PaymentCapture`: a job type's construct id (and so its logical ids). */
+export function constructIdOf(jobTypeName: string): string {
+  return jobTypeName
+    .split(/[.-]/)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+/** The handler module of a job type: its declared `entry`, or the package's lambdas/<consumer>. */
+export function jobEntry(jobType: ResolvedJobType, appDir: string = process.cwd()): string {
+  return jobType.entry === undefined ? lambdaEntry(jobType.consumer) : path.resolve(appDir, jobType.entry);
 }
 
 /** Props of PipelineStack. */
 export interface PipelineStackProps extends StackProps {
-  readonly config: PipelineConfig;
+  /** The app's declaration for this stage (validated here; every problem fails synthesis). */
+  readonly pipeline: PipelineInput;
+  /** Where the job types' `entry` paths are relative to. @default process.cwd() */
+  readonly appDir?: string;
   readonly traits: TargetTraits;
 }
 
@@ -32,6 +70,8 @@ function streamConsumer(config: PipelineConfig, name: string): ResolvedStreamCon
 
 /** One stack per stage: tables, worker queues, stream consumers, cache, ingress, flags, alarms. */
 export class PipelineStack extends Stack {
+  /** The validated declaration with its derived values. */
+  public readonly config: PipelineConfig;
   public readonly tables: Tables;
   /** Worker queues keyed by job type name. */
   public readonly workerQueues: ReadonlyMap<string, WorkerQueue>;
@@ -44,7 +84,15 @@ export class PipelineStack extends Stack {
 
   public constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
-    const { config, traits } = props;
+    const { traits } = props;
+    const config = loadPipelineConfig(props.pipeline);
+    this.config = config;
+    // The declaration travels with the deployment: into every function's bundle (TenangFunction
+    // reads this context) and into the template, where the CLI and the local platform find it.
+    const encoded = encodePipeline(props.pipeline);
+    this.node.setContext(PIPELINE_CONTEXT_KEY, encoded);
+    // As a JSON string: cfn-lint refuses a fractional number in template metadata (E4002).
+    this.templateOptions.metadata = { ...this.templateOptions.metadata, [PIPELINE_METADATA_KEY]: encoded };
     const stage = config.stage.name;
     const enabled = traits.eventSourcesEnabled;
     const common = { TENANG_STAGE: stage };
@@ -53,55 +101,37 @@ export class PipelineStack extends Stack {
     const t = this.tables;
     this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
 
-    const payment = new WorkerQueue(this, 'PaymentCapture', {
-      jobType: jobTypeByName(config, 'payment.capture'),
-      entry: lambdaEntry('payment-consumer'),
-      eventSourceEnabled: enabled,
-      environment: {
-        ...common,
-        ORDERS_TABLE: t.orders.tableName,
-        IDEMPOTENCY_TABLE: t.idempotency.tableName,
-        PAYMENT_PROVIDER_URL: config.stage.providers.paymentUrl,
-      },
-    });
-    // The capture: the order read and guarded (GetItem, ConditionCheckItem) and moved to PAID
-    // (UpdateItem); the idempotency record claimed, completed and given back (Powertools' layer).
-    grantItems(t.orders, payment.consumer.function, ['GetItem', 'UpdateItem', 'ConditionCheckItem']);
-    grantItems(t.idempotency, payment.consumer.function, ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem']);
-
-    const notification = new WorkerQueue(this, 'NotificationSend', {
-      jobType: jobTypeByName(config, 'notification.send'),
-      entry: lambdaEntry('notification-consumer'),
-      eventSourceEnabled: enabled,
-      environment: {
-        ...common,
-        DEDUP_TABLE: t.dedup.tableName,
-        MESSAGING_PROVIDER_URL: config.stage.providers.messagingUrl,
-        DEGRADE_FLAG: config.degradeFlagName,
-      },
-    });
-    // Dedup per (order, template): a conditional claim, and its release when the send fails.
-    grantItems(t.dedup, notification.consumer.function, ['PutItem', 'DeleteItem']);
-
-    const inventory = new WorkerQueue(this, 'InventoryReserve', {
-      jobType: jobTypeByName(config, 'inventory.reserve'),
-      entry: lambdaEntry('inventory-consumer'),
-      eventSourceEnabled: enabled,
-      environment: {
-        ...common,
-        LOCKS_TABLE: t.locks.tableName,
-        INVENTORY_TABLE: t.inventory.tableName,
-        DEGRADE_FLAG: config.degradeFlagName,
-      },
-    });
-    // Leases are acquired, extended and cleared with conditional updates; stock is read and fenced-updated.
-    grantItems(t.locks, inventory.consumer.function, ['UpdateItem']);
-    grantItems(t.inventory, inventory.consumer.function, ['UpdateItem']);
-    this.workerQueues = new Map([
-      ['payment.capture', payment],
-      ['notification.send', notification],
-      ['inventory.reserve', inventory],
-    ]);
+    // One worker queue per declared job type, wired from what it declares it uses: each table's
+    // variable and a grant of exactly its actions, each provider's URL, and the degrade flag for
+    // work that is not critical (the runner defers it while the stage is degraded).
+    const workerQueues = new Map<string, WorkerQueue>();
+    for (const jobType of config.jobTypes) {
+      const environment: Record<string, string> = { ...common };
+      for (const table of Object.keys(jobType.resources.tables) as TableName[])
+        environment[tableVariable(table)] = t.byName(table).tableName;
+      for (const provider of jobType.resources.providers)
+        environment[providerVariable(provider)] = config.stage.providers[provider] as string;
+      if (jobType.criticality !== 'critical') environment.DEGRADE_FLAG = config.degradeFlagName;
+      const worker = new WorkerQueue(this, constructIdOf(jobType.name), {
+        jobType,
+        entry: jobEntry(jobType, props.appDir),
+        eventSourceEnabled: enabled,
+        environment,
+      });
+      for (const [table, actions] of Object.entries(jobType.resources.tables) as [TableName, TableAction[]][])
+        grantItems(t.byName(table), worker.consumer.function, actions);
+      workerQueues.set(jobType.name, worker);
+    }
+    this.workerQueues = workerQueues;
+    const referenceQueue = (name: string): WorkerQueue => {
+      const found = workerQueues.get(name);
+      if (found === undefined)
+        throw new Error(`the reference's ingress and stream consumers need the job type "${name}"`);
+      return found;
+    };
+    const payment = referenceQueue('payment.capture');
+    const notification = referenceQueue('notification.send');
+    const inventory = referenceQueue('inventory.reserve');
 
     this.cacheInvalidator = new StreamConsumer(this, 'CacheInvalidator', {
       consumer: streamConsumer(config, 'cache-invalidator'),
@@ -182,8 +212,9 @@ export class PipelineStack extends Stack {
       reconcilerEntry: lambdaEntry('flag-reconciler'),
     });
     for (const fn of [
-      notification.consumer.function,
-      inventory.consumer.function,
+      ...config.jobTypes
+        .filter((j) => j.criticality !== 'critical')
+        .map((j) => referenceQueue(j.name).consumer.function),
       this.outboxRelay.consumer.function,
       this.ingress.ingress.function,
     ]) {

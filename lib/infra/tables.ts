@@ -3,6 +3,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import { TABLE_KEYS } from '../config/tables';
 import { TABLE_DEFAULTS } from './defaults';
+import type { TableName } from '../config';
 
 export { TABLE_KEYS };
 
@@ -24,6 +25,11 @@ export class Tables extends Construct {
   public readonly dedup: dynamodb.Table;
   /** Stock per SKU, protected by lease locks with fencing. */
   public readonly inventory: dynamodb.Table;
+
+  /** The table a job type names in its resources. */
+  public byName(name: TableName): dynamodb.Table {
+    return this[name];
+  }
 
   public constructor(scope: Construct, id: string, props: TablesProps) {
     super(scope, id);

@@ -6,6 +6,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import * as fs from 'node:fs';
+import { PIPELINE_CONTEXT_KEY } from '../config/source';
 import { DATA_REMOVAL_POLICY, FUNCTION_DEFAULTS, LOG_RETENTION, powertoolsEnvironment } from './defaults';
 import { environmentProblems, validateProps } from './validation';
 
@@ -42,6 +43,22 @@ export interface TenangFunctionProps {
 /** The runtime pinned by the project (the Lambda runtime users deploy on). */
 export const RUNTIME_REASON =
   'nodejs22.x is the runtime this project targets and tests against (the local host runs the same bundles on Node 20 and 22); moving to a newer runtime is a deliberate upgrade.';
+
+/**
+ * The bundling of a function inside a pipeline stack: the app's declaration (the stack sets it
+ * as construct context, see PipelineStack) replaces `process.env.TENANG_PIPELINE` in the code, so
+ * the function runs with the config it was deployed with, not a copy typed into the library.
+ */
+function bundlingFor(scope: Construct): nodejs.BundlingOptions {
+  const encoded: unknown = scope.node.tryGetContext(PIPELINE_CONTEXT_KEY);
+  if (encoded === undefined) return FUNCTION_DEFAULTS.bundling;
+  if (typeof encoded !== 'string')
+    throw new Error(`construct context ${PIPELINE_CONTEXT_KEY} must be a JSON string`);
+  return {
+    ...FUNCTION_DEFAULTS.bundling,
+    define: { 'process.env.TENANG_PIPELINE': JSON.stringify(encoded) },
+  };
+}
 
 /** A Lambda function bundled locally by esbuild with secure, observable defaults. */
 export class TenangFunction extends Construct {
@@ -95,6 +112,7 @@ export class TenangFunction extends Construct {
       vpc: props.vpc?.vpc,
       vpcSubnets: props.vpc?.subnets,
       securityGroups: props.vpc ? [...props.vpc.securityGroups] : undefined,
+      bundling: bundlingFor(this),
     });
 
     const acknowledge = (id: string, reason: string): void =>

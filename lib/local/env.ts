@@ -250,7 +250,8 @@ function childEnv(aws: AwsEndpoint, redisUrl: string, region: string): Record<st
     REDIS_URL: redisUrl,
     // No instance metadata lookups (slow timeouts) when the SDK looks for credentials.
     AWS_EC2_METADATA_DISABLED: 'true',
-    // The SDK versions are pinned in the lockfile (DESIGN.md); its Node 20 notice is noise here.
+    // The SDK versions are pinned in the lockfile (releases after early January 2027 need Node 22);
+    // its Node 20 notice is noise here.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };
   // moto accepts any credentials; only fill them in for our own emulator and never over the user's.

@@ -45,8 +45,12 @@ export interface FakeProvider {
 
 /** Options of startFakeProvider. */
 export interface FakeProviderOptions {
-  /** What the provider does: `charges` or `messages` (the path it serves: POST /<kind>). */
-  readonly kind: 'charges' | 'messages';
+  /**
+   * What the provider does: `charges` or `messages` (the path it serves: POST /<kind>), or
+   * `records` for a provider an app declares that the platform knows nothing else about (POST to
+   * any path, each idempotency key's effect recorded once).
+   */
+  readonly kind: 'charges' | 'messages' | 'records';
   /** @default 0 (any free port) */
   readonly port?: number;
   /** @default Math.random */
@@ -61,6 +65,9 @@ const DEFAULT_KNOBS: ProviderKnobs = {
   outage: false,
   failingKeys: [],
 };
+
+/** The prefix of the ids each kind of provider hands out. */
+const ID_PREFIX = { charges: 'ch', messages: 'msg', records: 'rec' } as const;
 
 /** Starts a fake provider. Admin: GET /__ledger, POST /__knobs (JSON knobs). */
 export async function startFakeProvider(opts: FakeProviderOptions): Promise<FakeProvider> {
@@ -91,7 +98,8 @@ export async function startFakeProvider(opts: FakeProviderOptions): Promise<Fake
         knobs = { ...knobs, ...(JSON.parse(raw) as Partial<ProviderKnobs>) };
         return send(res, 200, knobs);
       }
-      if (req.method !== 'POST' || req.url !== `/${opts.kind}`) return send(res, 404, { error: 'not found' });
+      if (req.method !== 'POST' || (opts.kind !== 'records' && req.url !== `/${opts.kind}`))
+        return send(res, 404, { error: 'not found' });
       requests += 1;
       if (knobs.latencyMs > 0) await sleep(knobs.latencyMs);
       if (knobs.outage) return send(res, 503, { error: 'provider outage' });
@@ -115,7 +123,7 @@ export async function startFakeProvider(opts: FakeProviderOptions): Promise<Fake
       }
       const answer = Promise.resolve({
         status: 200,
-        body: { id: `${opts.kind === 'charges' ? 'ch' : 'msg'}_${randomUUID()}`, idempotencyKey: key },
+        body: { id: `${ID_PREFIX[opts.kind]}_${randomUUID()}`, idempotencyKey: key },
       });
       answers.set(key, answer);
       const { body: first } = await answer;

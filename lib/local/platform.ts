@@ -13,7 +13,8 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { AlarmEvaluator, type AlarmEvaluatorDeps, type AlarmNotification } from './alarm-evaluator';
+import { AlarmEvaluator, type AlarmEvaluatorDeps } from './alarms/evaluator';
+import type { AlarmNotification } from './alarms/state';
 import { queueNameFromUrl } from '../adapters/aws/deployment';
 import { readLocalDeployment, type LocalDeployment } from './deployment';
 import { INJECTED_POINT_LINE } from '../adapters/crash';
@@ -31,6 +32,7 @@ import { iamUsageOf } from './iam/usage';
 import { SOURCE_ARN_HEADER, startIamProxy, type IamProxy } from './iam/iam-proxy';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import type { ResolveContext } from './template';
+import { pipelineFromTemplate, type PipelineConfig } from '../config';
 
 /**
  * The switch that turns IAM enforcement off, for debugging only: `TENANG_IAM=off`. On by
@@ -128,7 +130,12 @@ export class LocalPlatform {
     public readonly sqsSources: readonly SqsEventSource[],
     public readonly streamSources: readonly StreamEventSource[],
     public readonly api: LocalHttpApi,
-    public readonly providers: { readonly payment: FakeProvider; readonly messaging: FakeProvider },
+    public readonly providers: {
+      readonly payment: FakeProvider;
+      readonly messaging: FakeProvider;
+      /** A recording fake per other provider the job types declare, by its variable (`<NAME>_PROVIDER_URL`). */
+      readonly declared: ReadonlyMap<string, FakeProvider>;
+    },
     /** CloudWatch's part: metric alarm states in moto, composite alarms here. */
     public readonly alarms: AlarmEvaluator,
     private readonly clients: {
@@ -146,6 +153,16 @@ export class LocalPlatform {
       readonly projectRoot: string;
     },
   ) {}
+
+  /** The pipeline config the stack was deployed with (its template's metadata). */
+  public get config(): PipelineConfig {
+    return (this.deployedConfig ??= pipelineFromTemplate(
+      this.provisioned.context.template,
+      `stack ${this.provisioned.stackName}`,
+    ));
+  }
+
+  private deployedConfig: PipelineConfig | undefined;
 
   /** Brings everything up; stop() undoes it. */
   public static async start(opts: PlatformOptions): Promise<LocalPlatform> {
@@ -227,12 +244,26 @@ export class LocalPlatform {
         AWS_SECRET_ACCESS_KEY:
           env.env.AWS_SECRET_ACCESS_KEY ?? process.env.AWS_SECRET_ACCESS_KEY ?? 'testing',
       };
+      // Every other provider a job type declares (its <NAME>_PROVIDER_URL) gets a recording fake.
+      const declaredProviders = new Map<string, FakeProvider>();
+      for (const fn of deployment.functions.values())
+        for (const variable of Object.keys(fn.environment))
+          if (
+            variable.endsWith('_PROVIDER_URL') &&
+            !Object.values<string>(PROVIDER_VARIABLES).includes(variable) &&
+            !declaredProviders.has(variable)
+          ) {
+            const fake = await startFakeProvider({ kind: 'records' });
+            started.push(fake);
+            declaredProviders.set(variable, fake);
+          }
       const endpointEnv: Record<string, string> = {
         ...credentials,
         ...env.env,
         AWS_ENDPOINT_URL_LAMBDA: control.url,
         [PROVIDER_VARIABLES.payment]: payment.url,
         [PROVIDER_VARIABLES.messaging]: messaging.url,
+        ...Object.fromEntries([...declaredProviders].map(([variable, fake]) => [variable, fake.url])),
       };
       const cloudwatch = new CloudWatchClient(config);
       // CloudWatch's alarm actions: published to the SNS topic as the service principal
@@ -345,7 +376,7 @@ export class LocalPlatform {
         sqsSources,
         streamSources,
         api,
-        { payment, messaging },
+        { payment, messaging, declared: declaredProviders },
         alarms,
         { sqs, ssm: new SSMClient(config), streams, cloudwatch },
         opts,
@@ -510,6 +541,7 @@ export class LocalPlatform {
     await this.control.close();
     await this.providers.payment.close();
     await this.providers.messaging.close();
+    for (const fake of this.providers.declared.values()) await fake.close();
     for (const c of Object.values(this.clients)) c.destroy();
     await this.env.stop();
   }

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LocalEnvError } from './errors';
 
-/** The moto release the project is measured against (DESIGN.md). */
+/** The moto release the project is measured against (README: Quick start, Known emulator issues). */
 export const MOTO_REQUIREMENT = 'moto[server]==5.2.1';
 
 /** Where to look for a Python that can run moto, and whether to install moto when none can. */

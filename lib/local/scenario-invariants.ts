@@ -7,6 +7,7 @@ import { notificationKey } from '../core/notification';
 import { paymentCaptureKey } from '../core/payment';
 import type { DlqEntry, InvariantResult } from './report-model';
 import type { AcceptedPayment } from './traffic';
+import type { DeclaredJobFact } from './scenario-declared-jobs';
 
 /** One side effect in a provider's ledger (lib/local/fake-provider.ts LedgerEntry). */
 export interface LedgerFact {
@@ -79,6 +80,11 @@ export interface InvariantFacts {
       readonly error?: string;
     }[];
   };
+  /**
+   * Jobs the scenario sent for the app's own job types (lib/local/scenario-declared-jobs.ts) and
+   * what became of each. @default none
+   */
+  readonly declaredJobs?: readonly DeclaredJobFact[];
   /** The orders stream read back, and what its consumers saw. */
   readonly stream: {
     readonly records: readonly StreamRecordFact[];
@@ -306,6 +312,23 @@ export function alarmsNotified(facts: InvariantFacts): InvariantResult {
   );
 }
 
+/** Every job sent for a declared job type that is idempotent left its completed record: it ran. */
+export function everyDeclaredJobDone(facts: Pick<InvariantFacts, 'declaredJobs'>): InvariantResult {
+  const jobs = facts.declaredJobs ?? [];
+  const judged = jobs.filter((j) => j.done !== undefined);
+  const violations = judged
+    .filter((j) => j.done !== true)
+    .map((j) => `${j.jobType} ${j.idempotencyKey}: no completed idempotency record`);
+  const types = [...new Set(jobs.map((j) => j.jobType))];
+  return verdict(
+    "every job of the app's own job types ran (its idempotency record completed)",
+    types.length === 0
+      ? 'no declared job types beyond the order flow'
+      : `${judged.length} of ${jobs.length} jobs judged (${types.join(', ')})`,
+    violations,
+  );
+}
+
 /** Every invariant, in report order. */
 export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
   return [
@@ -319,5 +342,6 @@ export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
     queuesDrained(facts),
     streamFullyDelivered(facts),
     alarmsNotified(facts),
+    everyDeclaredJobDone(facts),
   ];
 }

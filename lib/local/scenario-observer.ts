@@ -7,7 +7,9 @@
 import { queueCounts } from '../adapters/aws/queue-counts';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParameterCommand, type SSMClient } from '@aws-sdk/client-ssm';
-import { OldestMessageTracker, parseEmf, type AlarmStatus } from './alarm-evaluator';
+import { parseEmf } from './alarms/emf';
+import { OldestMessageTracker } from './alarms/oldest-message';
+import type { AlarmStatus } from './alarms/state';
 import type { Counters, PipelineSample, QueueSample, StreamSample } from './report-model';
 import type { SqsEventSource } from './sqs-event-source';
 import type { StreamEventSource } from './stream-event-source';

@@ -13,7 +13,7 @@ import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
-import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../config';
+import type { PipelineConfig } from '../config';
 import { LocalPlatform } from './platform';
 import { createReportDir, writeReport, type WrittenReport } from './report-files';
 import {
@@ -43,7 +43,15 @@ import {
   type IncidentSpec,
 } from './scenario-incidents';
 import { checkInvariants, type InvariantFacts, type PoisonFact } from './scenario-invariants';
+import { declaredJobFacts, declaredJobTypes, sendDeclaredJobs } from './scenario-declared-jobs';
 import { FunctionOutputObserver, OBSERVED_EVENT, PipelineSampler } from './scenario-observer';
+import {
+  ProcessDeathWatch,
+  RedeliveryWait,
+  redeliveryIncident,
+  type RedeliveryWaitRecord,
+  UNPLANNED_DEATH_KIND,
+} from './scenario-deaths';
 import { ScenarioRedis } from './scenario-redis';
 import { TrafficGenerator } from './traffic';
 
@@ -131,7 +139,7 @@ export class ScenarioOptionsError extends Error {
   override readonly name: string = 'ScenarioOptionsError';
 }
 
-/** Highest rate the scenarios allow: moto's SQS slows down with depth (DESIGN.md), keep it shallow. */
+/** Highest rate the scenarios allow: moto's SQS slows down with queue depth, keep it shallow. */
 export const MAX_RATE_PER_SECOND = 10;
 /** Shortest traffic a scenario with incidents can fit them into. */
 export const MIN_DURATION_SECONDS = 10;
@@ -160,6 +168,8 @@ export interface RunScenarioOptions {
   readonly signal?: AbortSignal;
   /** Called once the pipeline is deployed and running, before the traffic starts. */
   readonly onProvisioned?: (platform: LocalPlatform) => Promise<void>;
+  /** Time the pipeline gets to drain after the traffic stops, s (tests). @default the scenario's */
+  readonly drainSeconds?: number;
 }
 
 /** How a run ended. */
@@ -168,6 +178,11 @@ export interface ScenarioOutcome {
   readonly report: ScenarioReport | undefined;
   readonly files: WrittenReport | undefined;
   readonly interrupted: boolean;
+  /**
+   * The drain's waits for the in-flight batches of consumers whose process died without a planned
+   * crash (also in the report, as incidents of kind UNPLANNED_DEATH_KIND).
+   */
+  readonly redeliveryWaits?: readonly RedeliveryWaitRecord[];
   /** The cloud assembly the platform deployed from (one per emulator port), once provisioned. */
   readonly assemblyDir?: string;
 }
@@ -227,6 +242,9 @@ export function resolveScenarioOptions(
 /** File in the report directory with every line the functions printed. */
 export const FUNCTION_LOG = 'functions.log';
 
+/** Jobs sent per job type the app declares beyond the order flow (scenario-declared-jobs.ts). */
+export const DECLARED_JOBS_PER_TYPE = 5;
+
 /** SKUs seeded per run, and their stock: plenty, so a reservation fails only when something is wrong. */
 const SKU_COUNT = 6;
 const SEEDED_STOCK = 100_000;
@@ -253,8 +271,8 @@ function requireEnv(env: Readonly<Record<string, string>>, name: string, fn: str
   return value;
 }
 
-function resolveTargets(platform: LocalPlatform, stage: string): Targets {
-  const config = loadPipelineConfig(referencePipeline(stage, platform.env.region));
+function resolveTargets(platform: LocalPlatform): Targets {
+  const { config } = platform;
   const envOf = (fn: string): Readonly<Record<string, string>> => {
     const deployed = platform.deployment.functions.get(fn);
     if (deployed === undefined) throw new Error(`no deployed function ${fn}`);
@@ -346,11 +364,14 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   say(`Redis: the scenario's own redis-server on ${redis.url} (pid ${redis.pid ?? '?'})`);
 
   const observer = new FunctionOutputObserver();
+  // Function processes that die without a planned crash leave their batch in flight (the drain waits for it).
+  const deaths = new ProcessDeathWatch();
   // Every line the functions print, for reading after the run (the report names the file).
   const reportDir = await createReportDir(reportsDir, startedAt, definition.name);
   const functionLog = createWriteStream(path.join(reportDir, FUNCTION_LOG));
   const onFunctionOutput = (line: string, fn: string): void => {
     observer.onLine(line, fn);
+    deaths.onFunctionLine(line, fn);
     functionLog.write(`${new Date().toISOString()} ${fn.replace(`tenang-${stage}-`, '')} ${line}\n`);
   };
   let platform: LocalPlatform | undefined;
@@ -359,7 +380,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   try {
     platform = await LocalPlatform.start({
       stage,
-      log: say,
+      log: (line) => {
+        deaths.onPlatformLine(line);
+        say(line);
+      },
       onFunctionOutput,
       alarms: { periodScale: definition.alarmPeriodScale },
     });
@@ -373,7 +397,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       };
     const p = platform;
     await opts.onProvisioned?.(p);
-    const targets = resolveTargets(p, stage);
+    const targets = resolveTargets(p);
     const sqs = new SQSClient({ endpoint: p.env.endpoint, region: p.env.region });
     const ssm = new SSMClient({ endpoint: p.env.endpoint, region: p.env.region });
     const dynamodb = new DynamoDBClient({ endpoint: p.env.endpoint, region: p.env.region });
@@ -448,6 +472,19 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       };
       sampler.start(definition.sampleEveryMs, show);
       traffic.start();
+      // The app's own job types (beyond the order flow) get jobs built from their sample payloads.
+      const declaredTypes = declaredJobTypes(targets.config.jobTypes);
+      const declaredSent = await sendDeclaredJobs(
+        sqs,
+        declaredTypes.map((jobType) => ({
+          jobType,
+          queueUrl: targets.jobTypes.find((j) => j.name === jobType.name)?.queueUrl ?? '',
+        })),
+        runId,
+        DECLARED_JOBS_PER_TYPE,
+      );
+      if (declaredSent.length > 0)
+        say(`${declaredSent.length} jobs sent for ${declaredTypes.map((j) => j.name).join(', ')}`);
       say(`traffic started: ${ratePerSecond} payments/s through ${p.api.url}`);
 
       const incidentContext: IncidentContext = {
@@ -493,11 +530,32 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
           ? payment.functionTimeoutSeconds + 5
           : paymentVisibility;
       const crashReturnsAtMs = crash === undefined ? 0 : crash.record.endMs + crashVisibility * 1000;
-      const drainDeadline =
-        drainStart + definition.drainSeconds * 1000 + Math.max(0, runStart + crashReturnsAtMs - drainStart);
-      say(`traffic stopped; draining (at most ${Math.round((drainDeadline - drainStart) / 1000)} s)`);
-      const drained = await drain(p, sampler, targets, drainDeadline, signal);
+      // A consumer process that died without a planned crash (kill -9, a timeout) left its batch
+      // in flight too: wait for it up to its queue's visibility timeout after the death, plus a poll.
+      const redelivery = new RedeliveryWait(
+        deaths,
+        await Promise.all(
+          targets.jobTypes.map(async (j) => ({
+            consumer: j.consumer,
+            functionName: j.functionName,
+            jobType: j.name,
+            visibilityTimeoutSeconds: await readVisibilityTimeout(sqs, j.queueUrl),
+          })),
+        ),
+        drainStart,
+        say,
+        runStart,
+      );
+      const drainSeconds = opts.drainSeconds ?? definition.drainSeconds;
+      // The margin runs from the last batch expected back: the planned crash's, or an unplanned death's.
+      const drainDeadline = (): number =>
+        Math.max(drainStart, runStart + crashReturnsAtMs, redelivery.returnsBy()) + drainSeconds * 1000;
+      say(`traffic stopped; draining (at most ${Math.round((drainDeadline() - drainStart) / 1000)} s)`);
+      const drained = await drain(p, sampler, targets, drainDeadline, signal, (sample) =>
+        redelivery.observe(sample),
+      );
       const drainMs = Date.now() - drainStart;
+      const redeliveryWaits = redelivery.finish();
       if (signal.aborted)
         return {
           report: undefined,
@@ -542,8 +600,16 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         readStock(dynamodb, targets.inventoryTable, seeded),
         invalidator === undefined ? [] : readStreamRecords(streams, invalidator.spec.streamArn),
       ]);
+      const declaredTable = declaredTypes
+        .map((j) => p.deployment.functions.get(p.functionNamed(j.consumer))?.environment.IDEMPOTENCY_TABLE)
+        .find((t) => t !== undefined);
+      const declaredJobs =
+        declaredTable === undefined
+          ? declaredSent.map((j) => ({ ...j, done: undefined, evidence: undefined }))
+          : await declaredJobFacts(dynamodb, declaredTable, declaredTypes, declaredSent);
       const facts: InvariantFacts = {
         jobTypes: { payment: payment.name, notification: notification.name, inventory: inventoryType.name },
+        declaredJobs,
         accepted,
         charges: p.providers.payment.ledger(),
         messages: p.providers.messaging.ledger(),
@@ -576,10 +642,13 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         ),
       };
       const invariants = checkInvariants(facts);
-      const records: IncidentRecord[] = incidents.map((i) => ({
-        ...i.record,
-        observed: [...i.record.observed, ...(i.after?.(facts) ?? [])],
-      }));
+      const records: IncidentRecord[] = [
+        ...incidents.map((i) => ({
+          ...i.record,
+          observed: [...i.record.observed, ...(i.after?.(facts) ?? [])],
+        })),
+        ...redeliveryWaits.map((w) => redeliveryIncident(w, runStart)),
+      ];
       const apiPayments = new Set(accepted.filter((a) => a.via === 'api').map((a) => a.paymentId)).size;
       const report = buildReport({
         scenario: {
@@ -635,7 +704,13 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       });
       const files = await writeReport(reportDir, report);
       opts.out(renderSummary(report, files, traffic));
-      return { report, files, interrupted: false, assemblyDir: p.provisioned.assemblyDir };
+      return {
+        report,
+        files,
+        interrupted: false,
+        redeliveryWaits,
+        assemblyDir: p.provisioned.assemblyDir,
+      };
     } finally {
       status.stop();
       await traffic?.stop();
@@ -668,14 +743,17 @@ async function drain(
   platform: LocalPlatform,
   sampler: PipelineSampler,
   targets: Targets,
-  deadline: number,
+  /** Re-read on every sample: a process that dies while draining moves it. */
+  deadline: () => number,
   signal: AbortSignal,
+  onSample: (sample: PipelineSample | undefined) => void = () => undefined,
 ): Promise<boolean> {
   let quiet = 0;
   let lastBatches = -1;
-  while (Date.now() < deadline && !signal.aborted) {
+  while (Date.now() < deadline() && !signal.aborted) {
     await pause(1_000, signal);
     const sample = sampler.latest();
+    onSample(sample);
     const batches = platform.streamSources.reduce((n, s) => n + s.stats.batches, 0);
     const empty =
       sample !== undefined &&
@@ -741,6 +819,8 @@ export function renderSummary(
   }
   for (const i of report.incidents.filter((x) => !x.injected))
     lines.push(`  FAIL incident not injected: ${i.title}: ${i.error ?? ''}`);
+  for (const i of report.incidents.filter((x) => x.kind === UNPLANNED_DEATH_KIND))
+    lines.push(`  note ${i.title}: ${i.observed.join('; ')}`);
   lines.push('', 'Jobs in → out (succeeded + duplicates ignored + dead-lettered):');
   for (const j of report.jobs) {
     lines.push(

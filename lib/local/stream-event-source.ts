@@ -11,10 +11,10 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
   type DynamoDBStreamsClient,
-  type _Record as StreamRecordRaw,
 } from '@aws-sdk/client-dynamodb-streams';
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { toDynamoDbRecord } from '../adapters/aws/stream-record';
 import type { InvokeResult } from './function-host';
 
 /** A stream mapping's settings, as deployed. */
@@ -53,31 +53,6 @@ export interface StreamMappingStats {
 }
 
 const IDLE_WAIT_MS = 200;
-
-/** Converts a stream record from GetRecords into the Lambda event record shape. */
-export function toDynamoDbRecord(raw: StreamRecordRaw, streamArn: string, region: string): DynamoDBRecord {
-  const d = raw.dynamodb ?? {};
-  return {
-    eventID: raw.eventID,
-    eventName: raw.eventName as DynamoDBRecord['eventName'],
-    eventVersion: raw.eventVersion ?? '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: raw.awsRegion ?? region,
-    eventSourceARN: streamArn,
-    dynamodb: {
-      ApproximateCreationDateTime:
-        d.ApproximateCreationDateTime === undefined
-          ? undefined
-          : Math.floor(new Date(d.ApproximateCreationDateTime).getTime() / 1000),
-      Keys: d.Keys as never,
-      NewImage: d.NewImage as never,
-      OldImage: d.OldImage as never,
-      SequenceNumber: d.SequenceNumber,
-      SizeBytes: d.SizeBytes,
-      StreamViewType: d.StreamViewType as never,
-    },
-  };
-}
 
 function recordTimeMs(r: DynamoDBRecord): number {
   return (r.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;

@@ -11,6 +11,8 @@ import { queueNameFromUrl } from '../adapters/aws/deployment';
 
 /** A CloudFormation template (the parts read here). */
 export interface Template {
+  /** Template metadata (the stack's pipeline declaration lives under `tenang:pipeline`). */
+  readonly Metadata?: Record<string, unknown>;
   readonly Resources: Record<
     string,
     { Type: string; Properties?: Record<string, unknown>; Metadata?: Record<string, unknown> }

@@ -12,9 +12,10 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import type { Command } from 'commander';
-import { stageConfig } from '../adapters/lambda-env';
-import type { PipelineConfig } from '../config';
-import { stackName } from '../infra/app';
+import { silenceSdkNodeVersionWarning } from '../adapters/aws/clients';
+import { deployedPipelineConfig } from '../adapters/aws/deployment';
+import { decodePipeline, PIPELINE_VARIABLE, type PipelineConfig } from '../config';
+import { stackName } from '../infra/stack-name';
 
 /** A usage error: wrong or missing options (exit code 2). */
 export class UsageError extends Error {
@@ -26,8 +27,9 @@ export class UsageError extends Error {
 
 /** A command that ran and found a failure to report (exit code 1), e.g. an unconverged pause. */
 export class CommandFailedError extends Error {
-  public constructor(message: string) {
-    super(message);
+  /** `options.cause`: the error behind it (the CLI tells a credentials failure by it). */
+  public constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'CommandFailedError';
   }
 }
@@ -72,6 +74,12 @@ export interface CliContext {
   readonly prompt?: Prompt;
   /** The environment the context was built from (e.g. the cache connection's variables). @default process.env */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Reads the pipeline config from the deployed stack when TENANG_PIPELINE does not give it (the
+   * CLI calls it before every command's action; a failure is reported when `config` is read).
+   * @default nothing to load
+   */
+  readonly loadConfig?: () => Promise<void>;
 }
 
 /** A command module's entry point. */
@@ -84,7 +92,13 @@ export function contextFromEnv(
 ): CliContext {
   const stage = opts.stage ?? env.TENANG_STAGE ?? 'dev';
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  const config = stageConfig(stage, region);
+  // The app's declaration: from TENANG_PIPELINE (tests, a checkout of the app) or, by default,
+  // from the deployed stack's template, which carries the one it was built with.
+  let config: PipelineConfig | undefined =
+    env[PIPELINE_VARIABLE] === undefined || env[PIPELINE_VARIABLE] === ''
+      ? undefined
+      : decodePipeline(env[PIPELINE_VARIABLE], PIPELINE_VARIABLE, stage, region);
+  let configError: Error | undefined;
   // Endpoints from `env`, not only from process.env (which the SDK reads by itself): a drill or
   // a test hands the CLI another environment than its own process's.
   const base = (service: string): { region: string; endpoint?: string } => {
@@ -92,8 +106,10 @@ export function contextFromEnv(
     return endpoint === undefined || endpoint === '' ? { region } : { region, endpoint };
   };
   let clients: CliClients | undefined;
-  const lazy = (): CliClients =>
-    (clients ??= {
+  const lazy = (): CliClients => {
+    // The SDK warns about the Node.js version when it creates the first client: not on every command.
+    if (clients === undefined) silenceSdkNodeVersionWarning();
+    return (clients ??= {
       // SQS through the configured endpoint: deployed queue URLs name the regional host.
       sqs: new SQSClient({ ...base('SQS'), useQueueUrlAsEndpoint: false }),
       dynamodb: new DynamoDBClient(base('DYNAMODB')),
@@ -104,11 +120,27 @@ export function contextFromEnv(
       cloudwatch: new CloudWatchClient(base('CLOUDWATCH')),
       cloudformation: new CloudFormationClient(base('CLOUDFORMATION')),
     });
+  };
+  const name = stackName(stage);
   return {
     stage,
     region,
-    config,
-    stackName: stackName(stage),
+    get config(): PipelineConfig {
+      if (config !== undefined) return config;
+      throw new CommandFailedError(
+        `no pipeline config for stage "${stage}": ${configError?.message ?? 'not loaded'} (set ${PIPELINE_VARIABLE} to the app's declaration as JSON to operate without the stack)`,
+        { cause: configError },
+      );
+    },
+    async loadConfig(): Promise<void> {
+      if (config !== undefined || configError !== undefined) return;
+      try {
+        config = await deployedPipelineConfig(lazy().cloudformation, name, stage, region);
+      } catch (error) {
+        configError = error instanceof Error ? error : new Error(String(error));
+      }
+    },
+    stackName: name,
     get clients(): CliClients {
       return lazy();
     },

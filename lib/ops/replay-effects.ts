@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { TABLE_KEYS } from '../config/tables';
-import type { JobEnvelope, JobTypeName } from '../core/envelope';
+import type { JobEnvelope } from '../core/envelope';
 import { notificationKey } from '../core/notification';
 import { paymentCaptureKey } from '../core/payment';
 import type { EffectCheck } from '../core/replay';
@@ -26,10 +26,12 @@ const PAID_STATES: readonly string[] = ['PAID', 'RESERVED'];
  * eventKeyJmesPath 'idempotencyKey' and the default md5.
  */
 export function paymentIdempotencyRecordId(paymentId: string): string {
-  const hash = createHash('md5')
-    .update(JSON.stringify(paymentCaptureKey(paymentId)))
-    .digest('base64');
-  return `${PAYMENT_IDEMPOTENCY_KEY_PREFIX}#${hash}`;
+  return idempotencyRecordId(PAYMENT_IDEMPOTENCY_KEY_PREFIX, paymentCaptureKey(paymentId));
+}
+
+/** The `id` of a Powertools idempotency record: `<prefix>#<base64 md5 of the key's JSON>`. */
+export function idempotencyRecordId(prefix: string, key: string): string {
+  return `${prefix}#${createHash('md5').update(JSON.stringify(key)).digest('base64')}`;
 }
 
 /** Tables the checks read. */
@@ -49,8 +51,12 @@ export class DynamoDbEffectChecker {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  /** Whether `job`'s effect happened. */
-  public async check(job: JobEnvelope<JobTypeName>): Promise<EffectCheck> {
+  /**
+   * Whether `job`'s effect happened: the reference job types by their own records; any other
+   * (idempotent) job type by its Powertools idempotency record, which defineJob's runner keys on
+   * the job type's name and the envelope's idempotency key.
+   */
+  public async check(job: JobEnvelope<string>): Promise<EffectCheck> {
     switch (job.type) {
       case 'payment.capture':
         return this.payment(job as JobEnvelope<'payment.capture'>);
@@ -58,7 +64,19 @@ export class DynamoDbEffectChecker {
         return this.notification(job as JobEnvelope<'notification.send'>);
       case 'inventory.reserve':
         return this.inventory(job as JobEnvelope<'inventory.reserve'>);
+      default:
+        return this.idempotencyRecord(job.type, job.idempotencyKey);
     }
+  }
+
+  private async idempotencyRecord(jobType: string, idempotencyKey: string): Promise<EffectCheck> {
+    const id = idempotencyRecordId(jobType, idempotencyKey);
+    const record = await this.get(this.tables.idempotency, TABLE_KEYS.idempotency.partitionKey, id);
+    const expiry = Number(record?.[TABLE_KEYS.idempotency.ttl]?.N ?? Infinity);
+    if (record?.status?.S === 'COMPLETED' && expiry >= this.epoch()) {
+      return { done: true, evidence: `idempotency record of ${jobType} ${idempotencyKey} is COMPLETED` };
+    }
+    return { done: false };
   }
 
   private async get(

@@ -1,5 +1,5 @@
 /**
- * Every drill (lib/ops/drills) on one local platform of its own: each creates its runbook's
+ * Every drill (lib/drills) on one local platform of its own: each creates its runbook's
  * incident, runs the runbook's `tenang` commands through the CLI entry point, and must recover
  * with nothing lost and nothing done twice. A failure prints the drill's steps and checks.
  */
@@ -7,8 +7,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildProgram, runCaptured } from '../../bin/tenang';
 import { runbookCommands, stepInRunbook } from '../../lib/ops/runbook-commands';
-import { DRILLS } from '../../lib/ops/drills';
-import { renderDrillResult, runDrill, type DrillResult } from '../../lib/ops/drills/drill';
+import { DRILLS } from '../../lib/drills';
+import { renderDrillResult, runDrill, type DrillResult } from '../../lib/drills/drill';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { startTestPlatform } from '../helpers/local-platform';
 

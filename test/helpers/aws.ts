@@ -1,21 +1,10 @@
 /** Clients and names for integration tests; the endpoint always comes from the environment. */
-import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import Redis from 'ioredis';
 
-// One id per test process: names from different runs and different workers never collide.
-const RUN_ID = randomBytes(4).toString('hex');
-let counter = 0;
-
-/** A short name unique per run and per call, valid for SQS queues and DynamoDB tables ("orders-1a2b3c4d-7"). */
-export function uniqueName(prefix: string): string {
-  if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix)) {
-    throw new Error(`uniqueName prefix must be 1-40 letters, digits, '-' or '_', got '${prefix}'`);
-  }
-  counter += 1;
-  return `${prefix}-${RUN_ID}-${counter}`;
-}
+// Shared with the benchmarks, which import nothing from test/.
+export { uniqueName } from '../../lib/local/names';
 
 /** SQS client for the emulator named by AWS_ENDPOINT_URL. */
 export function sqsClient(): SQSClient {

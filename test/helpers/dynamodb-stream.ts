@@ -1,8 +1,8 @@
 /**
  * DynamoDB stream records for stream-consumer tests:
  * - `StreamTail` reads the REAL records of a table's stream from the emulator (moto implements
- *   DynamoDB Streams) and shapes them as Lambda's stream event does (the local platform's
- *   `toDynamoDbRecord`);
+ *   DynamoDB Streams) and shapes them as Lambda's stream event does (`toDynamoDbRecord`, as the
+ *   local platform does);
  * - `streamRecord` builds an AWS-shaped record from plain images, for unit tests.
  */
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as LambdaAttributeValue, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { toDynamoDbRecord } from '../../lib/local/stream-event-source';
+import { toDynamoDbRecord } from '../../lib/adapters/aws/stream-record';
 
 function requireEnv(name: string): string {
   const value = process.env[name];

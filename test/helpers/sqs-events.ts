@@ -10,9 +10,12 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 // The records are built by the local platform's conversion: one shape for tests and platform.
 import { toSqsRecord } from '../../lib/local/sqs-event';
+
+// Shared with the benchmarks, which import nothing from test/.
+export { lambdaContext, runningLambdaContext } from '../../lib/local/lambda-context';
 
 /** Options of receiveSqsEvent. */
 export interface ReceiveOptions {
@@ -109,31 +112,4 @@ export async function settleBatch(
       throw new Error(`could not delete ${Failed.length} handled messages from ${queueUrl}`);
   }
   return done.map((r) => r.messageId);
-}
-
-/** A Lambda context whose remaining time is fixed (Powertools idempotency bases its in-progress expiry on it). */
-export function lambdaContext(remainingMs = 30_000, functionName = 'payment-consumer-test'): Context {
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${functionName}`,
-    memoryLimitInMB: '512',
-    awsRequestId: `req-${Date.now().toString(36)}`,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'test',
-    getRemainingTimeInMillis: () => remainingMs,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
-}
-
-/** A Lambda context whose remaining time runs down in real time from `remainingMs`, as Lambda's does. */
-export function runningLambdaContext(remainingMs: number, functionName: string): Context {
-  const deadline = Date.now() + remainingMs;
-  return {
-    ...lambdaContext(remainingMs, functionName),
-    getRemainingTimeInMillis: () => deadline - Date.now(),
-  };
 }

@@ -3,7 +3,8 @@ import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
-import { loadPipelineConfig, referencePipeline, type PipelineConfig } from '../../lib/config';
+import { loadPipelineConfig, type PipelineConfig } from '../../lib/config';
+import { referencePipeline } from '../../examples/reference/pipeline';
 import { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { ConstructPropsError } from '../../lib/infra/validation';
 import { TARGET_CONTEXT_KEY, targetTraits, type DeployTarget } from '../../lib/infra/target';
@@ -40,13 +41,12 @@ export function synthPipeline(target: DeployTarget = 'aws'): {
   config: PipelineConfig;
 } {
   const app = new App({ context: { ...NO_BUNDLING, [TARGET_CONTEXT_KEY]: target } });
-  const config = referenceConfig();
   const stack = new PipelineStack(app, 'tenang-dev', {
-    config,
+    pipeline: referencePipeline('dev', REGION),
     traits: targetTraits(app),
     env: { region: REGION },
   });
-  return { stack, template: Template.fromStack(stack), config };
+  return { stack, template: Template.fromStack(stack), config: stack.config };
 }
 
 /** The logical id CloudFormation sees for a construct (an L2's default child, or an L1 itself). */

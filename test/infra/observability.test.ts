@@ -5,7 +5,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { METRIC, METRICS_NAMESPACE, RECONCILER_SERVICE, type PipelineConfig } from '../../lib/config';
-import { parseMathExpression } from '../../lib/local/alarm-evaluator';
+import { parseMathExpression } from '../../lib/local/alarms/metric-math';
 import { PERMISSION_DENIED_RUNBOOK } from '../../lib/adapters/aws/permission-denial';
 import {
   Observability,

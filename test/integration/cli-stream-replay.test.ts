@@ -17,8 +17,8 @@ import type { LocalPlatform } from '../../lib/local/platform';
 import { readOrderStates } from '../../lib/local/scenario-facts';
 import type { StreamEventSource } from '../../lib/local/stream-event-source';
 import { callApi } from '../../lib/local/traffic';
-import { until } from '../../lib/ops/drills/drill';
-import { queueDepth } from '../../lib/ops/drills/support';
+import { until } from '../../lib/drills/drill';
+import { queueDepth } from '../../lib/drills/support';
 import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(300_000);

@@ -8,7 +8,6 @@
  * the platform log, the function's error line and the PermissionDenied metric.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
@@ -17,29 +16,16 @@ import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { pollUntil } from '../../lib/local/poll';
 import { startTestPlatform } from '../helpers/local-platform';
+import { scratchCopy } from '../helpers/scratch-copy';
 
 jest.setTimeout(240_000);
 
-const REPO = path.resolve(__dirname, '..', '..');
 /** The grant the mutation removes, as lib/infra/worker-queue.ts writes it. */
 const GRANT = 'if (!fifo) grantSend(this.queue, fn);';
 
 /** A copy of the app (sources only; node_modules linked) with the consumer's own-queue send grant removed. */
 function scratchCopyWithoutSendGrant(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-mutant-'));
-  for (const entry of [
-    'bin',
-    'lib',
-    'lambdas',
-    'runbooks',
-    'package.json',
-    'package-lock.json',
-    'cdk.json',
-    'tsconfig.json',
-  ])
-    // Timestamps kept: a lockfile newer than node_modules would make scripts/ensure-deps.mjs reinstall.
-    fs.cpSync(path.join(REPO, entry), path.join(dir, entry), { recursive: true, preserveTimestamps: true });
-  fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  const dir = scratchCopy('tenang-mutant-');
   const file = path.join(dir, 'lib', 'infra', 'worker-queue.ts');
   const source = fs.readFileSync(file, 'utf8');
   if (!source.includes(GRANT))

@@ -21,7 +21,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { RETRY_RATE_EXPRESSION } from '../../lib/infra/observability';
-import { AlarmEvaluator } from '../../lib/local/alarm-evaluator';
+import { AlarmEvaluator } from '../../lib/local/alarms/evaluator';
 import { pollUntil } from '../../lib/local/poll';
 import { sqsClient, uniqueName } from '../helpers/aws';
 

@@ -31,3 +31,20 @@ export function newDynamoDbClient(): DynamoDBClient {
 export function newSsmClient(): SSMClient {
   return new SSMClient(SDK_CLIENT_CONFIG);
 }
+
+/**
+ * The variable @aws-sdk/core checks before it warns, once per process on the first client
+ * created, that SDK versions published after January 2027 need Node.js 22
+ * (emitWarningIfUnsupportedVersion: the warning is skipped when it is exactly "true").
+ */
+export const SDK_NODE_VERSION_WARNING_VARIABLE = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
+
+/**
+ * Turns the SDK's Node.js version notice off for this process, unless the variable is already
+ * set (a user who sets it to anything else keeps the notice). Call before the first client is
+ * created: the SDK reads the variable then, and never again. The SDK versions are pinned in the
+ * lockfile, so the notice tells an operator nothing on each command.
+ */
+export function silenceSdkNodeVersionWarning(env: NodeJS.ProcessEnv = process.env): void {
+  env[SDK_NODE_VERSION_WARNING_VARIABLE] ??= 'true';
+}

@@ -1,5 +1,10 @@
 /** Reads what a stack deployed, from CloudFormation itself (never from a second hand-written list). */
-import { CloudFormationClient, paginateListStackResources } from '@aws-sdk/client-cloudformation';
+import {
+  CloudFormationClient,
+  GetTemplateCommand,
+  paginateListStackResources,
+} from '@aws-sdk/client-cloudformation';
+import { pipelineFromTemplate, type PipelineConfig } from '../../config';
 
 /** One deployed resource of the stack. */
 export interface DeployedResource {
@@ -32,4 +37,19 @@ export async function listStackResources(
 /** The queue name in a queue URL (`https://sqs…/123456789012/name` → `name`). */
 export function queueNameFromUrl(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
+}
+
+/**
+ * The pipeline config a deployed stack was built with: its template's `tenang:pipeline`
+ * metadata, read with one GetTemplate.
+ */
+export async function deployedPipelineConfig(
+  cfn: CloudFormationClient,
+  stackName: string,
+  stage: string,
+  region: string,
+): Promise<PipelineConfig> {
+  const { TemplateBody } = await cfn.send(new GetTemplateCommand({ StackName: stackName }));
+  const template = JSON.parse(TemplateBody ?? '{}') as { Metadata?: Record<string, unknown> };
+  return pipelineFromTemplate(template, `stack ${stackName}`, stage, region);
 }

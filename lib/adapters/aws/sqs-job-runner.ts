@@ -44,7 +44,7 @@ import {
   type Random,
   PERMISSION_HOLD_BASE_SECONDS,
 } from '../../core/backoff';
-import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../core/envelope';
+import { parseEnvelope, type JobEnvelope, type PayloadSchema } from '../../core/envelope';
 import { classifyError, errorClassName, permissionDenial, type ErrorClass } from '../../core/errors';
 import { reportPermissionDenial } from './permission-denial';
 
@@ -66,7 +66,7 @@ export interface JobContext {
 }
 
 /** A job type's handler. */
-export type JobHandler<T extends JobTypeName> = (job: JobEnvelope<T>, ctx: JobContext) => Promise<JobOutcome>;
+export type JobHandler<T extends string> = (job: JobEnvelope<T>, ctx: JobContext) => Promise<JobOutcome>;
 
 /** Message attributes carried by a dead-lettered message (R3). */
 export const DLQ_ATTRIBUTE = {
@@ -99,9 +99,11 @@ const MAX_DELAY_SECONDS = 900;
 const MAX_ERROR_MESSAGE = 256;
 
 /** Options of createSqsJobRunner. */
-export interface SqsJobRunnerOptions<T extends JobTypeName> {
+export interface SqsJobRunnerOptions<T extends string> {
   readonly jobType: ResolvedJobType;
   readonly expectedType: T;
+  /** The payload's schema. @default the reference job type's (lib/core/envelope.ts PAYLOADS) */
+  readonly payloadSchema?: PayloadSchema;
   readonly queueUrl: string;
   readonly dlqUrl: string;
   /** First permission hold's ceiling, seconds. @default TENANG_PERMISSION_HOLD_BASE_SECONDS, else PERMISSION_HOLD_BASE_SECONDS (300) */
@@ -170,7 +172,7 @@ function permissionHoldBaseFromEnv(): number {
 }
 
 /** Builds the batch handler for one job type's queue. */
-export function createSqsJobRunner<T extends JobTypeName>(
+export function createSqsJobRunner<T extends string>(
   opts: SqsJobRunnerOptions<T>,
 ): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const fifo = opts.jobType.queue.kind === 'fifo';
@@ -420,7 +422,7 @@ export function createSqsJobRunner<T extends JobTypeName>(
     let job: JobEnvelope<T> | undefined;
     let logger = opts.logger.createChild({ persistentKeys: { messageId: record.messageId, attempt } });
     try {
-      job = parseEnvelope(record.body, opts.expectedType);
+      job = parseEnvelope(record.body, opts.expectedType, opts.payloadSchema);
       logger = logger.createChild({
         persistentKeys: { correlationId: job.correlationId, idempotencyKey: job.idempotencyKey },
       });

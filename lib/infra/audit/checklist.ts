@@ -16,7 +16,7 @@ export type AuditLevel = 'error' | 'warning';
 export interface ChecklistItem {
   /** e.g. `Tenang-D2`. */
   readonly ruleId: string;
-  /** The FEATURES.md id the rule proves, e.g. `D2`. */
+  /** The feature id the rule proves (docs/features.md), e.g. `D2`. */
   readonly featureId: string;
   readonly title: string;
   readonly status: AuditStatus;

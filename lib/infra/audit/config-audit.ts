@@ -9,17 +9,28 @@ import type { PipelineConfig } from '../../config';
 import { RUNBOOK } from '../observability';
 import { checklistItem, type AuditLevel, type ChecklistItem, type ItemFinding } from './checklist';
 import { RULE_PREFIX } from './rules';
-import { DRILL_CATALOG, type DrillInfo } from '../../ops/drills/catalog';
 
 /** The project root (lib/infra/audit → ../../..). */
 const PROJECT_ROOT = path.join(__dirname, '..', '..', '..');
+
+/** A drill, as far as the P2 rule reads it (lib/ops/drills/catalog.ts's DrillInfo). */
+export interface AuditedDrill {
+  readonly name: string;
+  /** The runbook it executes: runbooks/<runbook>.md. */
+  readonly runbook: string;
+  /** Consumers it exercises: their fact sheets count as drilled. */
+  readonly consumers: readonly string[];
+}
 
 /** Where the config audit looks for runbooks, and which drills exist. */
 export interface ConfigAuditOptions {
   /** @default <project>/runbooks */
   readonly runbooksDir?: string;
-  /** The drills (lib/ops/drills, run by test/drills and `tenang drill`). @default DRILL_CATALOG */
-  readonly drills?: readonly DrillInfo[];
+  /**
+   * The drills (lib/ops/drills/catalog.ts: DRILL_CATALOG, run by test/drills and `tenang drill`).
+   * Handed in by the caller: the audit sits below the operator code that defines them.
+   */
+  readonly drills: readonly AuditedDrill[];
 }
 
 /** A rule over the pipeline config. */
@@ -154,13 +165,10 @@ const CONFIG_RULES: readonly ConfigRule[] = [
 ];
 
 /** The config part of the checklist. */
-export function auditPipelineConfig(
-  config: PipelineConfig,
-  options: ConfigAuditOptions = {},
-): ChecklistItem[] {
+export function auditPipelineConfig(config: PipelineConfig, options: ConfigAuditOptions): ChecklistItem[] {
   const dirs: Required<ConfigAuditOptions> = {
     runbooksDir: options.runbooksDir ?? path.join(PROJECT_ROOT, 'runbooks'),
-    drills: options.drills ?? DRILL_CATALOG,
+    drills: options.drills,
   };
   return CONFIG_RULES.map((rule) => checklistItem(rule, rule.check(config, dirs)));
 }

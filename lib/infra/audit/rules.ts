@@ -1,5 +1,5 @@
 /**
- * The worker-queue audit checklist (seeds/worker-queue-audit) as pure rules over a
+ * The worker-queue audit checklist (the pre-automation checklist, docs/features.md#p4) as pure rules over a
  * CloudFormation-template-like model. The same rules back the cdk-nag pack (TenangChecks, built
  * from a stack's L1 resources) and `auditTemplate` (a raw template file), so both always agree.
  * No CDK import here: a rule sees only
@@ -36,7 +36,7 @@ export interface ResourceFinding {
 export interface TemplateRule {
   /** Rule id without the pack prefix, e.g. `D2` (the pack reports `Tenang-D2`). */
   readonly suffix: string;
-  /** The FEATURES.md id the rule proves. */
+  /** The feature id the rule proves (docs/features.md). */
   readonly featureId: string;
   /** One line: what a compliant resource looks like. */
   readonly title: string;

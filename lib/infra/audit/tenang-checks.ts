@@ -17,7 +17,7 @@ import {
   type TemplateResource,
 } from './rules';
 
-/** The rule ids of the pack and the FEATURES.md id each proves. */
+/** The rule ids of the pack and the feature id (docs/features.md) each proves. */
 export const TENANG_RULE_FEATURES: Readonly<Record<string, string>> = Object.fromEntries(
   TEMPLATE_RULES.map((r) => [ruleId(r), r.featureId]),
 );
@@ -67,7 +67,7 @@ export class TenangChecks extends NagPack {
       this.applyRule({
         ruleSuffixOverride: rule.suffix,
         info: failing.length > 0 ? `${rule.title} ${failing.map((f) => f.why).join('; ')}` : rule.title,
-        explanation: `${rule.explanation} (FEATURES.md ${rule.featureId})`,
+        explanation: `${rule.explanation} (feature ${rule.featureId}, docs/features.md#${rule.featureId.toLowerCase()})`,
         level: NagMessageLevel.ERROR,
         node,
         rule: () =>

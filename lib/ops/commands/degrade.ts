@@ -1,5 +1,4 @@
 /** `tenang degrade on|off --reason <text>` (B3): the stage's degrade flag. */
-import { PutParameterCommand } from '@aws-sdk/client-ssm';
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import { DegradeFlagSchema, type DegradeFlag } from '../../core/flags';
@@ -54,6 +53,7 @@ Examples:
       );
       const name = ctx.config.degradeFlagName;
       if (opts.dryRun !== true) {
+        const { PutParameterCommand } = await import('@aws-sdk/client-ssm');
         await ctx.clients.ssm.send(
           new PutParameterCommand({
             Name: name,

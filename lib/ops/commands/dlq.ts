@@ -3,15 +3,16 @@
  * it, and replay it safely: filtered, rate-limited, skipping jobs whose effect already happened,
  * with a dry run, a confirmation and an audit trail. `<stream-consumer>` instead: the same for a
  * stream consumer's on-failure queue, whose batches are read back from the stream and replayed
- * through the consumer function (lib/ops/stream-replay.ts).
+ * through the consumer function (lib/ops/dlq/stream-replay.ts).
+ *
+ * This module is the command: its options, help, checks of what was asked, and output. The work
+ * is in lib/ops/dlq/ (list.ts; replay-job.ts and replay-stream.ts over replay.ts and
+ * stream-replay.ts; messages.ts, session.ts), loaded when a command runs.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type { Command } from 'commander';
-import { referencePipeline, type ResolvedStreamConsumer } from '../../config';
+import type { ResolvedStreamConsumer } from '../../config';
 import * as z from '../../config/zod';
-import { mappingStatus } from '../../core/reconcile';
-import { filteredOut, type ReplayFilter } from '../../core/replay';
+import type { ReplayFilter } from '../../core/replay';
 import {
   CommandFailedError,
   NO_PROMPT,
@@ -20,33 +21,14 @@ import {
   type Prompt,
   type RegisterCommand,
 } from '../cli-context';
+import type { DeadLetterList, StreamFailureList } from '../dlq/list';
+import type { ReplayOutcome } from '../dlq/replay';
+import type { DeadLetterReplay } from '../dlq/replay-job';
+import type { StreamFailureReplay } from '../dlq/replay-stream';
+import type { StreamReplayOutcome } from '../dlq/stream-replay';
 import { parseSince } from '../duration';
-import { receiveDeadLetters, releaseDeadLetters, type ReceivedDeadLetter } from '../dlq';
-import {
-  executeReplay,
-  planReplay,
-  summarize,
-  type ReplayAuditRecord,
-  type ReplayOutcome,
-} from '../dlq-replay';
 import { CountSchema, parseOptions, RateSchema } from '../options';
-import { readConsumerPause } from '../pause-control';
-import { discoverResources, findJobType, mappingOf, queueUrl, tableName } from '../pipeline-resources';
-import { DynamoDbEffectChecker } from '../replay-effects';
-import {
-  executeStreamReplay,
-  planStreamReplay,
-  streamFailureRow,
-  summarizeStreamReplay,
-  toStreamFailure,
-  type StreamReplayAuditRecord,
-  type StreamReplayOutcome,
-} from '../stream-replay';
 import { renderTable } from '../table';
-
-/** Visibility while a list looks at messages; they are released at once anyway. @default 30 s */
-const LIST_VISIBILITY_SECONDS = 30;
-const BODY_EXCERPT = 120;
 
 const since = z.optional(z.string());
 const errorClass = z.optional(z.array(z.string().check(z.minLength(1))));
@@ -90,27 +72,10 @@ function filterFrom(context: CliContext, opts: { errorClass?: string[]; since?: 
   };
 }
 
-/** The JSON/table row of a listed message. */
-export function listRow(m: ReceivedDeadLetter): Record<string, string | number | undefined> {
-  return {
-    messageId: m.messageId,
-    errorClass: m.errorClass,
-    errorMessage: m.errorMessage,
-    attempts: m.attempts,
-    firstFailureAt: m.firstFailureAt?.toISOString(),
-    lastFailureAt: m.lastFailureAt?.toISOString(),
-    correlationId: m.correlationId,
-    receiveCount: m.receiveCount,
-    body: m.body.length > BODY_EXCERPT ? `${m.body.slice(0, BODY_EXCERPT)}…` : m.body,
-  };
-}
-
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
-/** The stream consumers the help names: the reference pipeline's (help is built before any stage is chosen). */
-const STREAM_CONSUMERS_HELP = referencePipeline('dev', 'us-east-1')
-  .streamConsumers.map((s) => s.consumer)
-  .join(', ');
+/** How the help names stream consumers: help is built before any stage (and so any config) is known. */
+const STREAM_CONSUMERS_HELP = 'the stream consumers `tenang status` lists';
 
 /**
  * The stream consumer named `name`, or undefined when `name` is a job type; anything else is a
@@ -143,11 +108,6 @@ function refuseJobFilters(opts: { errorClass?: string[]; since?: string }): void
     );
 }
 
-/** Default audit file: ./tenang-audit/dlq-replay-<timestamp>.jsonl. */
-export function defaultAuditLog(now: Date): string {
-  return path.join('tenang-audit', `dlq-replay-${now.toISOString().replace(/[:.]/g, '-')}.jsonl`);
-}
-
 /** The options of `dlq replay`. */
 type ReplayOptions = z.infer<typeof DlqReplayOptionsSchema>;
 
@@ -162,46 +122,8 @@ function confirmer(ctx: CliContext, opts: ReplayOptions, changes: string): Promp
   return ask;
 }
 
-/** Plans over received messages; when planning fails they are made visible again first. */
-async function planOrRelease<T>(
-  ctx: CliContext,
-  dlqUrl: string,
-  received: readonly ReceivedDeadLetter[],
-  plan: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await plan();
-  } catch (error) {
-    await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-    throw error;
-  }
-}
-
-/**
- * Asks `question()` unless this is a dry run or --yes was given. On no, the messages are made
- * visible again and the operator told nothing changed. Whether to go on.
- */
-async function confirmedOrReleased(
-  ctx: CliContext,
-  opts: ReplayOptions,
-  ask: Prompt,
-  question: () => string,
-  dlqUrl: string,
-  received: readonly ReceivedDeadLetter[],
-): Promise<boolean> {
-  if (opts.dryRun === true || opts.yes === true) return true;
-  if (await ask.confirm(question())) return true;
-  await releaseDeadLetters(ctx.clients.sqs, dlqUrl, received);
-  ctx.out('nothing changed');
-  return false;
-}
-
-/** The replay's JSON-lines audit trail (--audit-log, or the default): its path and an appender. */
-function auditTrail<T>(ctx: CliContext, opts: ReplayOptions): { path: string; append: (record: T) => void } {
-  const file = path.resolve(opts.auditLog ?? defaultAuditLog(ctx.now()));
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  return { path: file, append: (record) => fs.appendFileSync(file, `${JSON.stringify(record)}\n`) };
-}
+// ---------------------------------------------------------------------------------------------
+// Registration
 
 /** Registers `dlq list` and `dlq replay`. */
 export const register: RegisterCommand = (program: Command, context: () => CliContext): void => {
@@ -236,50 +158,14 @@ Examples:
       const opts = parseOptions(DlqListOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
       const stream = streamConsumerOrJobType(ctx, jobTypeName);
-      if (stream !== undefined) return listStreamFailures(ctx, stream, opts);
-      const jobType = findJobType(ctx, jobTypeName);
+      if (stream !== undefined) {
+        refuseJobFilters(opts);
+        const { listStreamFailures } = await import('../dlq/list');
+        return printStreamFailures(ctx, await listStreamFailures(ctx, stream, opts.max), opts.json === true);
+      }
       const filter = filterFrom(ctx, opts);
-      const resources = await discoverResources(ctx);
-      const url = queueUrl(resources, jobType.dlqName);
-      const received = await receiveDeadLetters(ctx.clients.sqs, url, {
-        max: opts.max,
-        visibilitySeconds: LIST_VISIBILITY_SECONDS,
-      });
-      const refused = await releaseDeadLetters(ctx.clients.sqs, url, received);
-      if (refused.length > 0)
-        ctx.err(
-          `could not make visible again at once (they return within ${LIST_VISIBILITY_SECONDS} s): ${refused.join(', ')}`,
-        );
-      const shown = received.filter((m) => filteredOut(m, filter) === undefined).map(listRow);
-      if (opts.json === true) {
-        ctx.out(
-          JSON.stringify(
-            { jobType: jobType.name, dlq: jobType.dlqName, seen: received.length, messages: shown },
-            null,
-            2,
-          ),
-        );
-        return;
-      }
-      ctx.out(`${jobType.dlqName}: ${shown.length} of ${received.length} message(s) seen match`);
-      if (shown.length > 0) {
-        ctx.out(
-          renderTable(
-            [
-              'messageId',
-              'errorClass',
-              'attempts',
-              'firstFailureAt',
-              'lastFailureAt',
-              'correlationId',
-              'body',
-            ],
-            shown.map((r) =>
-              Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === undefined ? '-' : String(v)])),
-            ),
-          ),
-        );
-      }
+      const { listDeadLetters } = await import('../dlq/list');
+      printDeadLetters(ctx, await listDeadLetters(ctx, jobTypeName, filter, opts.max), opts.json === true);
     });
 
   dlq
@@ -340,152 +226,65 @@ Examples:
       const opts = parseOptions(DlqReplayOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
       const stream = streamConsumerOrJobType(ctx, jobTypeName);
-      if (stream !== undefined) return replayStreamFailures(ctx, stream, opts);
-      const jobType = findJobType(ctx, jobTypeName);
-      const filter = filterFrom(ctx, opts);
-      const dryRun = opts.dryRun === true;
-      const ask = confirmer(ctx, opts, 'changes queues');
-      const resources = await discoverResources(ctx);
-      const dlqUrl = queueUrl(resources, jobType.dlqName);
-      const sourceUrl = queueUrl(resources, jobType.queueName);
-      const checker = new DynamoDbEffectChecker(
-        ctx.clients.dynamodb,
-        {
-          orders: tableName(ctx, resources, 'orders'),
-          idempotency: tableName(ctx, resources, 'idempotency'),
-          dedup: tableName(ctx, resources, 'dedup'),
-          inventory: tableName(ctx, resources, 'inventory'),
-        },
-        ctx.now,
-      );
-      // Hidden long enough to decide, confirm and send them all at the given rate.
-      const visibilitySeconds = Math.min(43_200, Math.ceil(300 + opts.max / opts.rate));
-      const received = await receiveDeadLetters(ctx.clients.sqs, dlqUrl, {
-        max: opts.max,
-        visibilitySeconds,
-      });
-      const plan = await planOrRelease(ctx, dlqUrl, received, () =>
-        planReplay(jobType, received, filter, (job) => checker.check(job)),
-      );
-      const question = (): string => {
-        const counts = plan.reduce<Record<string, number>>(
-          (acc, p) => ({ ...acc, [p.decision.action]: (acc[p.decision.action] ?? 0) + 1 }),
-          {},
-        );
-        return `${jobType.dlqName}: replay ${counts.replay ?? 0}, delete ${counts['skip-already-done'] ?? 0} already done, leave ${
-          (counts['skip-filtered'] ?? 0) + (counts.fail ?? 0)
-        }. Proceed? [y/N] `;
-      };
-      if (!(await confirmedOrReleased(ctx, opts, ask, question, dlqUrl, received))) return;
-      const trail = auditTrail<ReplayAuditRecord>(ctx, opts);
-      const outcomes = await executeReplay(ctx.clients.sqs, plan, {
-        jobType,
-        sourceUrl,
-        dlqUrl,
-        dryRun,
-        ratePerSecond: opts.rate,
-        actor: ctx.actor,
-        stage: ctx.stage,
-        now: ctx.now,
-        audit: trail.append,
-      });
-      const counts = summarize(outcomes);
-      if (opts.json === true) {
-        ctx.out(
-          JSON.stringify(
-            {
-              jobType: jobType.name,
-              dryRun,
-              auditLog: trail.path,
-              summary: counts,
-              messages: outcomes.map(jsonOutcome),
-            },
-            null,
-            2,
-          ),
-        );
-      } else {
-        if (outcomes.length > 0) {
-          ctx.out(
-            renderTable(
-              ['messageId', 'outcome', 'reason'],
-              outcomes.map((o) => ({
-                messageId: o.message.messageId,
-                outcome: o.outcome,
-                reason: o.error ?? o.decision.reason,
-              })),
-            ),
+      if (stream !== undefined) {
+        refuseJobFilters(opts);
+        const ask = confirmer(ctx, opts, 'invokes the consumer and changes its on-failure queue');
+        const { replayStreamFailures } = await import('../dlq/replay-stream');
+        const replay = await replayStreamFailures(ctx, stream, opts, ask);
+        if (replay === undefined) return ctx.out('nothing changed');
+        printStreamReplay(ctx, replay, opts.json === true);
+        const left =
+          replay.summary['records-missing'] + replay.summary['function-failed'] + replay.summary.failed;
+        if (left > 0) {
+          throw new CommandFailedError(
+            `${left} failed batch(es) could not be replayed and stay in ${stream.onFailureQueueName}; see ${replay.auditLog}`,
           );
-          ctx.out('');
         }
-        ctx.out(`${dryRun ? '[dry run: nothing was sent or deleted] ' : ''}${jobType.name}`);
-        ctx.out(
-          renderTable(
-            ['replayed', 'skipped-already-done', 'skipped-filtered', 'failed'],
-            [Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, String(v)]))],
-          ),
-        );
-        ctx.out(`audit log: ${trail.path}`);
+        return;
       }
-      if (counts.failed > 0) {
-        throw new CommandFailedError(`${counts.failed} message(s) could not be replayed; see ${trail.path}`);
+      const filter = filterFrom(ctx, opts);
+      const ask = confirmer(ctx, opts, 'changes queues');
+      const { replayDeadLetters } = await import('../dlq/replay-job');
+      const replay = await replayDeadLetters(ctx, jobTypeName, filter, opts, ask);
+      if (replay === undefined) return ctx.out('nothing changed');
+      printDeadLetterReplay(ctx, replay, opts.json === true);
+      if (replay.summary.failed > 0) {
+        throw new CommandFailedError(
+          `${replay.summary.failed} message(s) could not be replayed; see ${replay.auditLog}`,
+        );
       }
     });
 };
 
-function jsonOutcome(o: ReplayOutcome): Record<string, unknown> {
-  return {
-    messageId: o.message.messageId,
-    correlationId: o.message.correlationId,
-    idempotencyKey: o.idempotencyKey,
-    errorClass: o.message.errorClass,
-    decision: o.decision.action,
-    reason: o.decision.reason,
-    outcome: o.outcome,
-    error: o.error,
-    replayedAs: o.replayedAs,
-  };
-}
+// ---------------------------------------------------------------------------------------------
+// Output
 
 const cell = (r: Record<string, unknown>): Record<string, string> =>
   Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v === undefined ? '-' : String(v)]));
 
-/** `dlq list <stream-consumer>`: the on-failure queue's batches, without consuming them. */
-async function listStreamFailures(
-  ctx: CliContext,
-  stream: ResolvedStreamConsumer,
-  opts: z.infer<typeof DlqListOptionsSchema>,
-): Promise<void> {
-  refuseJobFilters(opts);
-  const resources = await discoverResources(ctx);
-  const url = queueUrl(resources, stream.onFailureQueueName);
-  const received = await receiveDeadLetters(ctx.clients.sqs, url, {
-    max: opts.max,
-    visibilitySeconds: LIST_VISIBILITY_SECONDS,
-  });
-  const refused = await releaseDeadLetters(ctx.clients.sqs, url, received);
-  if (refused.length > 0)
-    ctx.err(
-      `could not make visible again at once (they return within ${LIST_VISIBILITY_SECONDS} s): ${refused.join(', ')}`,
-    );
-  const rows = received.map((m) => streamFailureRow(toStreamFailure(m)));
-  if (opts.json === true) {
-    ctx.out(
-      JSON.stringify(
-        {
-          consumer: stream.consumer,
-          queue: stream.onFailureQueueName,
-          seen: received.length,
-          messages: rows,
-        },
-        null,
-        2,
-      ),
-    );
+function printDeadLetters(ctx: CliContext, list: DeadLetterList, json: boolean): void {
+  if (json) {
+    ctx.out(JSON.stringify(list, null, 2));
     return;
   }
-  ctx.out(`${stream.onFailureQueueName}: ${received.length} failed batch(es) seen`);
-  if (rows.length > 0) {
+  ctx.out(`${list.dlq}: ${list.messages.length} of ${list.seen} message(s) seen match`);
+  if (list.messages.length > 0) {
+    ctx.out(
+      renderTable(
+        ['messageId', 'errorClass', 'attempts', 'firstFailureAt', 'lastFailureAt', 'correlationId', 'body'],
+        list.messages.map(cell),
+      ),
+    );
+  }
+}
+
+function printStreamFailures(ctx: CliContext, list: StreamFailureList, json: boolean): void {
+  if (json) {
+    ctx.out(JSON.stringify(list, null, 2));
+    return;
+  }
+  ctx.out(`${list.queue}: ${list.seen} failed batch(es) seen`);
+  if (list.messages.length > 0) {
     ctx.out(
       renderTable(
         [
@@ -499,7 +298,7 @@ async function listStreamFailures(
           'lastArrival',
           'replayableUntil',
         ],
-        rows.map((r) =>
+        list.messages.map((r) =>
           cell({
             ...r,
             sequenceNumbers:
@@ -513,105 +312,100 @@ async function listStreamFailures(
   }
 }
 
-/** `dlq replay <stream-consumer>`: reads each failed batch back from the stream and invokes the consumer with it. */
-async function replayStreamFailures(
-  ctx: CliContext,
-  stream: ResolvedStreamConsumer,
-  opts: z.infer<typeof DlqReplayOptionsSchema>,
-): Promise<void> {
-  refuseJobFilters(opts);
-  const dryRun = opts.dryRun === true;
-  const ask = confirmer(ctx, opts, 'invokes the consumer and changes its on-failure queue');
-  const resources = await discoverResources(ctx);
-  const dlqUrl = queueUrl(resources, stream.onFailureQueueName);
-  const mapping = mappingOf(ctx, resources, stream.consumer);
-  const { functionName } = mapping;
-  const pause = await readConsumerPause(ctx, stream.pauseFlagName);
-  const mappingOff = mappingStatus(mapping.state).enabled !== true;
-  if ((pause.paused || mappingOff) && opts.whilePaused !== true) {
-    const why = pause.paused
-      ? `paused (${pause.reason ?? 'no reason'}${pause.until === undefined ? '' : `, until ${pause.until.toISOString()}`})`
-      : `not paused, but its mapping is ${mapping.state}`;
-    const message = `${stream.consumer} is ${why}: a replay invokes ${functionName} directly, bypassing the pause. Resume it first (tenang resume ${stream.consumer}), or pass --while-paused`;
-    if (!dryRun) throw new CommandFailedError(message);
-    ctx.err(`note: ${message}`);
-  }
-  // Hidden long enough to read, confirm and invoke them all at the given rate.
-  const perBatchSeconds = stream.function.timeoutSeconds + 1 / opts.rate;
-  const visibilitySeconds = Math.min(43_200, Math.ceil(300 + opts.max * perBatchSeconds));
-  const received = await receiveDeadLetters(ctx.clients.sqs, dlqUrl, { max: opts.max, visibilitySeconds });
-  const plan = await planOrRelease(ctx, dlqUrl, received, () =>
-    planStreamReplay(ctx.clients.streams, received.map(toStreamFailure)),
-  );
-  const question = (): string => {
-    const readable = plan.filter((p) => p.read?.kind === 'complete');
-    const records = readable.reduce((n, p) => n + (p.read?.records.length ?? 0), 0);
-    return `${stream.onFailureQueueName}: invoke ${functionName} with ${readable.length} batch(es) (${records} record(s)), leave ${
-      plan.length - readable.length
-    } that cannot be read back. Proceed? [y/N] `;
-  };
-  if (!(await confirmedOrReleased(ctx, opts, ask, question, dlqUrl, received))) return;
-  const trail = auditTrail<StreamReplayAuditRecord>(ctx, opts);
-  const outcomes = await executeStreamReplay(ctx.clients, plan, {
-    stage: ctx.stage,
-    consumer: stream.consumer,
-    functionName,
-    dlqUrl,
-    dryRun,
-    ratePerSecond: opts.rate,
-    actor: ctx.actor,
-    now: ctx.now,
-    audit: trail.append,
-  });
-  const counts = summarizeStreamReplay(outcomes);
-  if (opts.json === true) {
+function printDeadLetterReplay(ctx: CliContext, replay: DeadLetterReplay, json: boolean): void {
+  const { dryRun, outcomes, summary } = replay;
+  if (json) {
     ctx.out(
       JSON.stringify(
         {
-          consumer: stream.consumer,
+          jobType: replay.jobType,
+          dryRun,
+          auditLog: replay.auditLog,
+          summary,
+          messages: outcomes.map(jsonOutcome),
+        },
+        null,
+        2,
+      ),
+    );
+    return;
+  }
+  if (outcomes.length > 0) {
+    ctx.out(
+      renderTable(
+        ['messageId', 'outcome', 'reason'],
+        outcomes.map((o) => ({
+          messageId: o.message.messageId,
+          outcome: o.outcome,
+          reason: o.error ?? o.decision.reason,
+        })),
+      ),
+    );
+    ctx.out('');
+  }
+  ctx.out(`${dryRun ? '[dry run: nothing was sent or deleted] ' : ''}${replay.jobType}`);
+  ctx.out(renderTable(['replayed', 'skipped-already-done', 'skipped-filtered', 'failed'], [cell(summary)]));
+  ctx.out(`audit log: ${replay.auditLog}`);
+}
+
+function printStreamReplay(ctx: CliContext, replay: StreamFailureReplay, json: boolean): void {
+  const { dryRun, outcomes, summary, functionName } = replay;
+  if (json) {
+    ctx.out(
+      JSON.stringify(
+        {
+          consumer: replay.consumer,
           functionName,
           dryRun,
-          auditLog: trail.path,
-          summary: counts,
+          auditLog: replay.auditLog,
+          summary,
           messages: outcomes.map(jsonStreamOutcome),
         },
         null,
         2,
       ),
     );
-  } else {
-    if (outcomes.length > 0) {
-      ctx.out(
-        renderTable(
-          ['messageId', 'sequenceNumbers', 'records', 'outcome', 'reason'],
-          outcomes.map((o) =>
-            cell({
-              messageId: o.failure.message.messageId,
-              sequenceNumbers:
-                o.failure.record === undefined
-                  ? undefined
-                  : `${o.failure.record.batch.startSequenceNumber}..${o.failure.record.batch.endSequenceNumber}`,
-              records: o.read?.records.length,
-              outcome: o.outcome,
-              reason: o.error === undefined ? o.reason : `${o.reason}: ${o.error}`,
-            }),
-          ),
-        ),
-      );
-      ctx.out('');
-    }
+    return;
+  }
+  if (outcomes.length > 0) {
     ctx.out(
-      `${dryRun ? '[dry run: nothing was invoked or deleted] ' : ''}${stream.consumer} (${functionName})`,
+      renderTable(
+        ['messageId', 'sequenceNumbers', 'records', 'outcome', 'reason'],
+        outcomes.map((o) =>
+          cell({
+            messageId: o.failure.message.messageId,
+            sequenceNumbers:
+              o.failure.record === undefined
+                ? undefined
+                : `${o.failure.record.batch.startSequenceNumber}..${o.failure.record.batch.endSequenceNumber}`,
+            records: o.read?.records.length,
+            outcome: o.outcome,
+            reason: o.error === undefined ? o.reason : `${o.reason}: ${o.error}`,
+          }),
+        ),
+      ),
     );
-    ctx.out(renderTable(Object.keys(counts), [cell(counts)]));
-    ctx.out(`audit log: ${trail.path}`);
+    ctx.out('');
   }
-  const left = counts['records-missing'] + counts['function-failed'] + counts.failed;
-  if (left > 0) {
-    throw new CommandFailedError(
-      `${left} failed batch(es) could not be replayed and stay in ${stream.onFailureQueueName}; see ${trail.path}`,
-    );
-  }
+  ctx.out(
+    `${dryRun ? '[dry run: nothing was invoked or deleted] ' : ''}${replay.consumer} (${functionName})`,
+  );
+  ctx.out(renderTable(Object.keys(summary), [cell(summary)]));
+  ctx.out(`audit log: ${replay.auditLog}`);
+}
+
+function jsonOutcome(o: ReplayOutcome): Record<string, unknown> {
+  return {
+    messageId: o.message.messageId,
+    correlationId: o.message.correlationId,
+    idempotencyKey: o.idempotencyKey,
+    errorClass: o.message.errorClass,
+    decision: o.decision.action,
+    reason: o.decision.reason,
+    outcome: o.outcome,
+    error: o.error,
+    replayedAs: o.replayedAs,
+  };
 }
 
 function jsonStreamOutcome(o: StreamReplayOutcome): Record<string, unknown> {

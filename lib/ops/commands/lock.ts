@@ -5,7 +5,6 @@
  * protected resource still refuses the old owner's writes once the new one has written.
  */
 import type { Command } from 'commander';
-import { DynamoDbLockStore } from '../../adapters/aws/dynamodb-lock-store';
 import * as z from '../../config/zod';
 import { isOrphan, type LockHolder, type LockRecord, type LockStore } from '../../core/lease-lock';
 import {
@@ -18,7 +17,6 @@ import {
 } from '../cli-context';
 import { DurationSchema, formatAge } from '../duration';
 import { nonEmpty, parseOptions } from '../options';
-import { discoverResources, tableName } from '../pipeline-resources';
 import { renderTable } from '../table';
 
 /** The locks table's name in the stack naming (`tenang-<stage>-locks`). */
@@ -244,7 +242,12 @@ export function describeRelease(o: LockReleaseOutcome): string {
   }
 }
 
-async function lockStore(ctx: CliContext): Promise<{ store: DynamoDbLockStore; table: string }> {
+/** The stage's locks table; its DynamoDB store is loaded when a command runs. */
+async function lockStore(ctx: CliContext): Promise<{ store: LockStore; table: string }> {
+  const [{ DynamoDbLockStore }, { discoverResources, tableName }] = await Promise.all([
+    import('../../adapters/aws/dynamodb-lock-store'),
+    import('../pipeline-resources'),
+  ]);
   const resources = await discoverResources(ctx);
   const table = tableName(ctx, resources, LOCKS_TABLE);
   return { store: new DynamoDbLockStore(ctx.clients.dynamodb, table), table };

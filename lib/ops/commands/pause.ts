@@ -4,8 +4,7 @@ import * as z from '../../config/zod';
 import { UsageError, type CliContext, type RegisterCommand } from '../cli-context';
 import { DurationSchema } from '../duration';
 import { nonEmpty, parseOptions } from '../options';
-import { applyPause, type PauseResult } from '../pause-control';
-import { findConsumer, neededForRecovery } from '../pipeline-resources';
+import type { PauseResult } from '../pause-control';
 
 /** Options of `pause`. */
 export const PauseOptionsSchema = z.object({
@@ -54,6 +53,10 @@ Examples:
     .action(async (consumer: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(PauseOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
+      const [{ applyPause }, { findConsumer, neededForRecovery }] = await Promise.all([
+        import('../pause-control'),
+        import('../pipeline-resources'),
+      ]);
       const entry = findConsumer(ctx, consumer);
       if (neededForRecovery(entry) && opts.force !== true) {
         throw new UsageError(

@@ -3,8 +3,6 @@ import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import type { CliContext, RegisterCommand } from '../cli-context';
 import { parseOptions } from '../options';
-import { applyPause } from '../pause-control';
-import { findConsumer } from '../pipeline-resources';
 import { describePause } from './pause';
 
 const ResumeOptionsSchema = z.object({
@@ -33,6 +31,10 @@ Examples:
     .action(async (consumer: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(ResumeOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
+      const [{ applyPause }, { findConsumer }] = await Promise.all([
+        import('../pause-control'),
+        import('../pipeline-resources'),
+      ]);
       const entry = findConsumer(ctx, consumer);
       const result = await applyPause(
         ctx,

@@ -1,18 +1,21 @@
 import type { PipelineConfig } from '../../../lib/config';
 import { auditFailed } from '../../../lib/infra/audit/checklist';
 import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
-import { auditPipelineConfig } from '../../../lib/infra/audit/config-audit';
+import { auditPipelineConfig, type ConfigAuditOptions } from '../../../lib/infra/audit/config-audit';
 import { referenceConfig } from '../helpers';
 
+/** The project's drills, as the CLI hands them to the audit. */
+const DRILLS: ConfigAuditOptions = { drills: DRILL_CATALOG };
+
 /** The status of each config rule, by rule id. */
-function statuses(config: PipelineConfig, options = {}): Record<string, string> {
+function statuses(config: PipelineConfig, options = DRILLS): Record<string, string> {
   return Object.fromEntries(auditPipelineConfig(config, options).map((i) => [i.ruleId, i.status]));
 }
 
 describe('Function: auditPipelineConfig', () => {
   it('when given the reference pipeline, no error-level rule fails', () => {
     // Act
-    const items = auditPipelineConfig(referenceConfig());
+    const items = auditPipelineConfig(referenceConfig(), DRILLS);
 
     // Assess
     expect(auditFailed(items)).toBe(false);
@@ -36,7 +39,7 @@ describe('Function: auditPipelineConfig', () => {
     const at = reference.jobTypes.findIndex((j) => j.criticality === 'sheddable');
 
     // Act
-    const items = auditPipelineConfig(config);
+    const items = auditPipelineConfig(config, DRILLS);
 
     // Assess
     const rule = items.find((i) => i.ruleId === 'Tenang-B5-UsefulAge');
@@ -58,7 +61,7 @@ describe('Function: auditPipelineConfig', () => {
     const config: PipelineConfig = { ...reference, jobTypes: [{ ...first, owner: '  ' }, ...rest] };
 
     // Act
-    const items = auditPipelineConfig(config);
+    const items = auditPipelineConfig(config, DRILLS);
 
     // Assess
     const owner = items.find((i) => i.ruleId === 'Tenang-P3-Owner');
@@ -77,7 +80,7 @@ describe('Function: auditPipelineConfig', () => {
     };
 
     // Act
-    const items = auditPipelineConfig(config);
+    const items = auditPipelineConfig(config, DRILLS);
 
     // Assess
     const runbook = items.find((i) => i.ruleId === 'Tenang-P1-Runbook');
@@ -112,7 +115,7 @@ describe('Function: auditPipelineConfig', () => {
     const withoutRetryStorm = DRILL_CATALOG.filter((d) => d.runbook !== 'retry-storm');
 
     // Act
-    const drilled = auditPipelineConfig(referenceConfig());
+    const drilled = auditPipelineConfig(referenceConfig(), DRILLS);
     const undrilled = auditPipelineConfig(referenceConfig(), { drills: withoutRetryStorm });
 
     // Assess

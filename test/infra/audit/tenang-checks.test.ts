@@ -90,7 +90,7 @@ describe('Class: TenangChecks', () => {
       expect(findings).toEqual([]);
     });
 
-    it('when listing its rules, every rule maps to a FEATURES.md id', () => {
+    it('when listing its rules, every rule maps to a feature id (docs/features.md)', () => {
       // Act
       const features = Object.entries(TENANG_RULE_FEATURES);
 

@@ -10,7 +10,7 @@ export function stageInput(overrides: Partial<StageInput> = {}): StageInput {
     name: 'test',
     region: 'eu-west-1',
     alarmTopic: { name: 'tenang-test-alarms' },
-    providers: { paymentUrl: 'https://pay.test', messagingUrl: 'https://msg.test' },
+    providers: { payment: 'https://pay.test', messaging: 'https://msg.test' },
     cache: { ttlSeconds: 300, ttlJitterRatio: 0.2, loadLockMs: 2_000, commandTimeoutMs: 250 },
     ...overrides,
   };

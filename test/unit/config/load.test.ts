@@ -5,9 +5,9 @@ import {
   PipelineConfigError,
   jobTypeByName,
   loadPipelineConfig,
-  referencePipeline,
   type PipelineInput,
 } from '../../../lib/config';
+import { referencePipeline } from '../../../examples/reference/pipeline';
 import { fifoJobTypeInput, jobTypeInput, pipelineInput, stageInput, streamConsumerInput } from './builders';
 
 /** Runs `load`, expecting a PipelineConfigError, and returns that error. */

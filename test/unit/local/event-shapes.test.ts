@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { Message } from '@aws-sdk/client-sqs';
 import { toHttpApiEvent } from '../../../lib/local/http-api';
 import { toSqsRecord } from '../../../lib/local/sqs-event';
-import { toDynamoDbRecord } from '../../../lib/local/stream-event-source';
+import { toDynamoDbRecord } from '../../../lib/adapters/aws/stream-record';
 
 const FIXTURES = path.join(__dirname, '..', '..', 'fixtures', 'aws-events');
 

@@ -1,7 +1,12 @@
 import { notificationKey } from '../../../lib/core/notification';
 import { paymentCaptureKey } from '../../../lib/core/payment';
 import type { DlqEntry } from '../../../lib/local/report-model';
-import { alarmsNotified, checkInvariants, type InvariantFacts } from '../../../lib/local/scenario-invariants';
+import {
+  alarmsNotified,
+  checkInvariants,
+  everyDeclaredJobDone,
+  type InvariantFacts,
+} from '../../../lib/local/scenario-invariants';
 import type { AcceptedPayment } from '../../../lib/local/traffic';
 
 const TYPES = {
@@ -127,7 +132,7 @@ describe('Module: scenario-invariants', () => {
 
       // Assess
       expect(Object.values(results).every(Boolean)).toBe(true);
-      expect(Object.keys(results)).toHaveLength(10);
+      expect(Object.keys(results)).toHaveLength(11);
     });
 
     it('when one payment key was charged twice, the charge invariant fails and names the key', () => {
@@ -322,6 +327,46 @@ describe('Module: scenario-invariants', () => {
       const notified = results.find((r) => r.name.startsWith('every PAID order got its notification'));
       expect(notified?.violations).toHaveLength(21);
       expect(notified?.violations[20]).toBe('… and 5 more');
+    });
+  });
+
+  describe('Function: everyDeclaredJobDone', () => {
+    const job = { jobType: 'invoice.issue', idempotencyKey: 'r1:invoice.issue:1', correlationId: 'c1' };
+
+    it('when every judged job has its completed record, it holds and counts what it judged', () => {
+      // Act
+      const result = everyDeclaredJobDone({
+        ...healthy(),
+        declaredJobs: [
+          { ...job, done: true, evidence: 'COMPLETED' },
+          { ...job, idempotencyKey: 'r1:invoice.issue:2', done: undefined, evidence: undefined },
+        ],
+      });
+
+      // Assess
+      expect(result.holds).toBe(true);
+      expect(result.detail).toBe('1 of 2 jobs judged (invoice.issue)');
+    });
+
+    it('when a job never completed, it fails and names the job', () => {
+      // Act
+      const result = everyDeclaredJobDone({
+        ...healthy(),
+        declaredJobs: [{ ...job, done: false, evidence: undefined }],
+      });
+
+      // Assess
+      expect(result.holds).toBe(false);
+      expect(result.violations).toEqual([
+        'invoice.issue r1:invoice.issue:1: no completed idempotency record',
+      ]);
+    });
+
+    it('when the app declares no job types of its own, it holds and says so', () => {
+      expect(everyDeclaredJobDone(healthy())).toMatchObject({
+        holds: true,
+        detail: 'no declared job types beyond the order flow',
+      });
     });
   });
 });

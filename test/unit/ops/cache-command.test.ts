@@ -10,18 +10,17 @@ import { run } from '../../../bin/tenang';
 import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
 import { UsageError } from '../../../lib/ops/cli-context';
 import {
-  bumpVersionPlan,
-  CacheFlushOptionsSchema,
-  CacheInvalidateOptionsSchema,
   CEILING_VERSION,
   entityOfKey,
   entityOfStageKey,
   hotKeyRef,
   invalidationsFor,
   prefixProblem,
-  progressPrinter,
   stageNamespace,
-} from '../../../lib/ops/commands/cache';
+} from '../../../lib/ops/cache/keys';
+import { progressPrinter } from '../../../lib/ops/cache/messages';
+import { bumpVersionPlan } from '../../../lib/ops/cache/version-bump';
+import { CacheFlushOptionsSchema, CacheInvalidateOptionsSchema } from '../../../lib/ops/commands/cache';
 import { parseOptions } from '../../../lib/ops/options';
 
 const cfn = mockClient(CloudFormationClient);
@@ -38,7 +37,12 @@ async function cli(
   const code = await run(argv, {
     out: (t) => out.push(t),
     err: (t) => err.push(t),
-    env: { AWS_REGION: 'eu-west-1', TENANG_STAGE: 'unit', ...env },
+    env: {
+      AWS_REGION: 'eu-west-1',
+      TENANG_STAGE: 'unit',
+      TENANG_PIPELINE: process.env.TENANG_PIPELINE,
+      ...env,
+    },
   });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }

@@ -10,11 +10,12 @@ import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dyn
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import type * as PaymentConsumerModule from '../../../lambdas/payment-consumer';
-import { loadPipelineConfig, referencePipeline } from '../../../lib/config';
+import { loadPipelineConfig } from '../../../lib/config';
+import { referencePipeline } from '../../../examples/reference/pipeline';
 import { makeEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';
 import { decideReplay, filteredOut, type DeadLetter, type EffectCheck } from '../../../lib/core/replay';
-import type { ReceivedDeadLetter } from '../../../lib/ops/dlq';
-import { executeReplay, planReplay, summarize, type ReplayAuditRecord } from '../../../lib/ops/dlq-replay';
+import type { ReceivedDeadLetter } from '../../../lib/ops/dlq/messages';
+import { executeReplay, planReplay, summarize, type ReplayAuditRecord } from '../../../lib/ops/dlq/replay';
 import { DynamoDbEffectChecker, paymentIdempotencyRecordId } from '../../../lib/ops/replay-effects';
 
 const config = loadPipelineConfig(referencePipeline('unit', 'eu-west-1'));
@@ -265,7 +266,7 @@ describe('Function: planReplay and executeReplay', () => {
     deadLetter({ messageId: 'other', receiptHandle: 'rh-other', errorClass: 'ValidationError' }),
     deadLetter({ messageId: 'poison', receiptHandle: 'rh-poison', body: '{"not": "a job"' }),
   ];
-  const effect = (job: JobEnvelope<JobTypeName>): Promise<EffectCheck> =>
+  const effect = (job: JobEnvelope<string>): Promise<EffectCheck> =>
     Promise.resolve(
       (job as JobEnvelope<'payment.capture'>).payload.orderId === 'o-1'
         ? { done: true, evidence: 'order o-1 is already PAID' }

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildProgram } from '../../../bin/tenang';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
-import { DRILLS } from '../../../lib/ops/drills';
+import { DRILLS } from '../../../lib/drills';
 import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
 import {
   commandProblems,

@@ -23,7 +23,7 @@ import 'aws-sdk-client-mock-jest';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { run } from '../../../bin/tenang';
 import type { Prompt } from '../../../lib/ops/cli-context';
-import type { ReceivedDeadLetter } from '../../../lib/ops/dlq';
+import type { ReceivedDeadLetter } from '../../../lib/ops/dlq/messages';
 import {
   executeStreamReplay,
   invokeBatch,
@@ -36,7 +36,7 @@ import {
   toStreamFailure,
   type StreamBatchInfo,
   type StreamReplayAuditRecord,
-} from '../../../lib/ops/stream-replay';
+} from '../../../lib/ops/dlq/stream-replay';
 
 const STREAM_ARN =
   'arn:aws:dynamodb:eu-west-1:123456789012:table/tenang-unit-orders/stream/2026-03-01T00:00:00.000';

@@ -1,0 +1,89 @@
+/**
+ * `tenang drill <name>|all [--json]` and `tenang drill --list` (P2): starts a local platform of
+ * its own (its own moto on a free port, the local Redis), creates the drill's incident, runs the
+ * runbook's commands through this CLI, checks the outcome and stops what it started. It never
+ * uses the AWS account or endpoint of the environment: a drill is an exercise, not an incident.
+ * The drills sit above the operator code and the emulator (lib/drills), so this command is
+ * registered by bin/tenang.ts from here; --list reads the catalog only, the platform and the
+ * drills load when one runs (lib/drills/run-locally.ts).
+ */
+import type { Command } from 'commander';
+import * as z from '../config/zod';
+import { CommandFailedError, UsageError, type CliContext, type RegisterCommand } from '../ops/cli-context';
+import { DRILL_CATALOG } from '../ops/drills/catalog';
+import { parseOptions } from '../ops/options';
+import { renderTable } from '../ops/table';
+import type { RunDrillOptions } from './drill';
+
+const DrillOptionsSchema = z.object({
+  list: z.optional(z.boolean()),
+  json: z.optional(z.boolean()),
+  stage: z.string(),
+});
+
+/**
+ * The `drill` command, running its steps through `cli`: bin/tenang.ts hands in its own runCaptured
+ * (lib/ never imports bin/, which registers this command).
+ */
+export const drillCommand =
+  (cli: RunDrillOptions['cli']): RegisterCommand =>
+  (program: Command, context: () => CliContext): void => {
+    program
+      .command('drill')
+      .description(
+        "Rehearse a runbook: create its incident on a local platform, run the runbook's commands, check recovery",
+      )
+      .argument('[name]', 'a drill name, or "all" (see --list)')
+      .option('--list', 'list the drills and the runbooks they execute')
+      .option('--json', 'print the results as JSON')
+      .addHelpText(
+        'after',
+        `
+A drill starts its own local platform (moto on a free port, the local Redis; npm start's
+machinery), so it needs python3 with moto and redis-server, never an AWS account. It takes
+30 s to start plus up to a few minutes per drill. Exit code 1 when a drill fails.
+
+Examples:
+  $ tenang drill --list
+  $ tenang drill retry-storm
+  $ tenang drill all --json > drills.json`,
+      )
+      .action(async (name: string | undefined, _opts: unknown, cmd: Command) => {
+        const opts = parseOptions(DrillOptionsSchema, cmd.optsWithGlobals());
+        // The drill uses no AWS clients of the operator's environment; the context only supplies output.
+        const ctx = context();
+        if (opts.list === true) {
+          const rows = DRILL_CATALOG.map((d) => ({
+            drill: d.name,
+            runbook: `runbooks/${d.runbook}.md`,
+            incident: d.incident,
+          }));
+          ctx.out(
+            opts.json === true
+              ? JSON.stringify(rows, null, 2)
+              : renderTable(['drill', 'runbook', 'incident'], rows),
+          );
+          return;
+        }
+        if (name === undefined)
+          throw new UsageError('name a drill (or "all"); `tenang drill --list` shows them');
+        const names = name === 'all' ? DRILL_CATALOG.map((d) => d.name) : [name];
+        const unknown = names.filter((n) => !DRILL_CATALOG.some((d) => d.name === n));
+        if (unknown.length > 0)
+          throw new UsageError(
+            `no drill named ${unknown.join(', ')}; choose from: ${DRILL_CATALOG.map((d) => d.name).join(', ')}, all`,
+          );
+        // The platform and the drills load only when a drill runs.
+        const [{ runDrillsLocally }, { renderDrillResult }] = await Promise.all([
+          import('./run-locally'),
+          import('./drill'),
+        ]);
+        const results = await runDrillsLocally(names, { stage: opts.stage, progress: ctx.err, cli });
+        ctx.out(
+          opts.json === true ? JSON.stringify(results, null, 2) : results.map(renderDrillResult).join('\n\n'),
+        );
+        const failed = results.filter((r) => !r.passed);
+        if (failed.length > 0)
+          throw new CommandFailedError(`drill failed: ${failed.map((r) => r.drill).join(', ')}`);
+      });
+  };

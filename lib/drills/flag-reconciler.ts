@@ -1,0 +1,97 @@
+/**
+ * Flag reconciler failing (runbooks/flag-reconciler.md): the reconciler no longer runs, and a pause
+ * flag written straight into SSM (by a teammate or an automation) is not enforced: the consumer
+ * keeps running while its flag says paused. `tenang status` shows the drift; `tenang pause` and
+ * `tenang resume` apply the mapping state themselves, so they work without the reconciler.
+ */
+import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { drillInfo } from '../ops/drills/catalog';
+import type { Drill, DrillCheck, DrillContext } from './drill';
+import {
+  consumerStatus,
+  jobTarget,
+  oncePerOrderChecks,
+  orderStates,
+  placePaidOrders,
+  untilNotifiedAndDrained,
+} from './support';
+
+export const flagReconciler: Drill = {
+  ...drillInfo('flag-reconciler'),
+  async run(ctx) {
+    try {
+      return await drill(ctx);
+    } finally {
+      ctx.platform.suspendReconciler(false);
+    }
+  },
+};
+
+async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
+  const notifications = jobTarget(ctx, 'notification.send');
+  const job = ctx.config.jobTypes.find((j) => j.name === 'notification.send');
+  if (job === undefined) throw new Error('no notification.send job type');
+  ctx.platform.suspendReconciler(true);
+  const ssm = new SSMClient({ endpoint: ctx.platform.env.endpoint, region: ctx.platform.env.region });
+  try {
+    await ssm.send(
+      new PutParameterCommand({
+        Name: job.pauseFlagName,
+        Value: JSON.stringify({
+          paused: true,
+          reason: 'set by hand in the console (drill)',
+          until: new Date(Date.now() + 30 * 60_000).toISOString(),
+          setBy: 'someone',
+        }),
+        Type: 'String',
+        Overwrite: true,
+      }),
+    );
+  } finally {
+    ssm.destroy();
+  }
+  await sleep(3_000);
+  const drifted = await consumerStatus(ctx, notifications.consumer);
+  // Contain: enforce the pause through the CLI, which updates the mapping itself and verifies it.
+  const paused = await ctx.tenang([
+    'pause',
+    notifications.consumer,
+    '--reason',
+    'enforcing the pause while the reconciler is down (drill)',
+    '--for',
+    '30m',
+  ]);
+  const enforced = await consumerStatus(ctx, notifications.consumer);
+  const orders = await placePaidOrders(ctx, 2);
+  // Recover: the reconciler is fixed; resume and watch the work done once.
+  ctx.platform.suspendReconciler(false);
+  const resumed = await ctx.tenang(['resume', notifications.consumer]);
+  await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
+  const after = await consumerStatus(ctx, notifications.consumer);
+  return [
+    ctx.check(
+      'drift shown',
+      drifted.paused && drifted.drift && drifted.mappingState === 'Enabled',
+      `flag paused=${drifted.paused}, mapping ${drifted.mappingState}, drift=${drifted.drift}`,
+    ),
+    ctx.check(
+      'pause enforced without the reconciler',
+      paused.code === 0 && enforced.mappingState === 'Disabled' && !enforced.drift,
+      `pause exited ${paused.code}; mapping ${enforced.mappingState}, drift=${enforced.drift}`,
+    ),
+    ctx.check(
+      'resumed',
+      resumed.code === 0 && !after.paused && after.mappingState === 'Enabled' && !after.drift,
+      `resume exited ${resumed.code}; mapping ${after.mappingState}, drift=${after.drift}`,
+    ),
+    ...oncePerOrderChecks(
+      ctx,
+      orders,
+      await orderStates(
+        ctx,
+        orders.map((o) => o.orderId),
+      ),
+    ),
+  ];
+}

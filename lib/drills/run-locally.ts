@@ -1,0 +1,58 @@
+/**
+ * `tenang drill`'s work (lib/drills/command.ts is the command): starts a local platform of its
+ * own (its own moto on a free port, the local Redis), runs the drills on it through the CLI it is
+ * handed, and stops what it started. It never uses the AWS account or endpoint of the
+ * environment: a drill is an exercise, not an incident.
+ */
+import { LocalPlatform } from '../local/platform';
+import { freePort } from '../local/ports';
+import { UsageError } from '../ops/cli-context';
+import { runDrill, type DrillResult, type RunDrillOptions } from './drill';
+import { drillNamed } from './index';
+
+/** Runs drills on one fresh local platform; `progress` gets every step as it happens. */
+export async function runDrillsLocally(
+  names: readonly string[],
+  opts: {
+    readonly stage: string;
+    readonly progress: (line: string) => void;
+    /** The CLI the drills' steps run through (bin/tenang.ts's runCaptured). */
+    readonly cli: RunDrillOptions['cli'];
+  },
+): Promise<DrillResult[]> {
+  const savedEndpoint = process.env.AWS_ENDPOINT_URL;
+  const savedPort = process.env.TENANG_MOTO_PORT;
+  // Its own emulator: never the endpoint the operator's shell points at.
+  delete process.env.AWS_ENDPOINT_URL;
+  process.env.TENANG_MOTO_PORT = String(await freePort());
+  opts.progress('starting a local platform for the drill (about 30 s)…');
+  let platform: LocalPlatform | undefined;
+  const results: DrillResult[] = [];
+  try {
+    platform = await LocalPlatform.start({
+      stage: opts.stage,
+      log: (line) => opts.progress(`platform: ${line}`),
+      reconcileEveryMs: 5_000,
+    });
+    for (const name of names) {
+      const drill = drillNamed(name);
+      if (drill === undefined) throw new UsageError(`no drill named ${name}`);
+      opts.progress(`drill ${drill.name}: ${drill.incident}`);
+      results.push(
+        await runDrill(drill, {
+          platform,
+          cli: opts.cli,
+          stage: opts.stage,
+          log: (l) => opts.progress(`  ${l}`),
+        }),
+      );
+    }
+    return results;
+  } finally {
+    await platform?.stop();
+    if (savedEndpoint === undefined) delete process.env.AWS_ENDPOINT_URL;
+    else process.env.AWS_ENDPOINT_URL = savedEndpoint;
+    if (savedPort === undefined) delete process.env.TENANG_MOTO_PORT;
+    else process.env.TENANG_MOTO_PORT = savedPort;
+  }
+}

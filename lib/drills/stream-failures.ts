@@ -1,0 +1,112 @@
+/**
+ * Stream failures (runbooks/stream-failures.md): the cache invalidator fails on every batch until
+ * a batch of order changes is given up to its on-failure queue, so those orders are served
+ * stale. The runbook lists the failed batches, replays them from the stream (the invalidator is
+ * idempotent: it fences by version), checks the reads, and evicts the order prefix as the
+ * fallback for records the stream no longer holds.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { cacheKeyspace, entityPrefix } from '../core/cache-keys';
+import { drillInfo } from '../ops/drills/catalog';
+import type { Drill } from './drill';
+import { loseInvalidations } from './stale-cache';
+import {
+  cacheOrder,
+  consumerStatus,
+  createOrder,
+  orderStates,
+  payOrder,
+  readOrder,
+  seedSku,
+} from './support';
+
+/** Orders whose invalidations are lost together. */
+const ORDERS = 3;
+
+export const streamFailures: Drill = {
+  ...drillInfo('stream-failures'),
+  async run(ctx) {
+    const sku = `sku-${ctx.runId}`;
+    await seedSku(ctx, sku);
+    const orders: Awaited<ReturnType<typeof createOrder>>[] = [];
+    for (let n = 1; n <= ORDERS; n += 1) orders.push(await createOrder(ctx, n, sku));
+    for (const o of orders) await cacheOrder(ctx, o.orderId);
+    const { onFailureDepth } = await loseInvalidations(ctx, async () => {
+      for (const [n, o] of orders.entries()) await payOrder(ctx, o, `pay-${ctx.runId}-${n}`);
+      await ctx.until(async () => {
+        const states = await orderStates(
+          ctx,
+          orders.map((o) => o.orderId),
+        );
+        return orders.every((o) => states.get(o.orderId) !== 'PENDING') ? true : undefined;
+      }, 'every order to be paid');
+    });
+    const stale = await Promise.all(orders.map((o) => readOrder(ctx, o.orderId)));
+
+    const auditDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-drill-'));
+    const before = await consumerStatus(ctx, 'cache-invalidator');
+    const listed = await ctx.tenang(['dlq', 'list', 'cache-invalidator', '--json']);
+    const dry = await ctx.tenang([
+      'dlq',
+      'replay',
+      'cache-invalidator',
+      '--dry-run',
+      '--audit-log',
+      path.join(auditDir, 'dry.jsonl'),
+    ]);
+    const replay = await ctx.tenang([
+      'dlq',
+      'replay',
+      'cache-invalidator',
+      '--yes',
+      '--audit-log',
+      path.join(auditDir, 'replay.jsonl'),
+    ]);
+    const fresh = await Promise.all(orders.map((o) => readOrder(ctx, o.orderId)));
+    const states = await orderStates(
+      ctx,
+      orders.map((o) => o.orderId),
+    );
+    const prefix = entityPrefix(cacheKeyspace(ctx.stage), 'order');
+    const evicted = await ctx.tenang(['cache', 'invalidate', '--prefix', prefix]);
+    const after = await consumerStatus(ctx, 'cache-invalidator');
+    fs.rmSync(auditDir, { recursive: true, force: true });
+    return [
+      ctx.check(
+        'stale reads after the lost batch',
+        // Records retried after the crashes were lifted may still land; the incident needs one lost.
+        stale.some((r) => r.cache === 'hit' && r.state === 'PENDING'),
+        `reads: ${stale.map((r) => `${r.cache} ${r.state}`).join(', ')}; on-failure depth ${onFailureDepth}`,
+      ),
+      ctx.check(
+        'status shows the on-failure queue',
+        (before.dlqDepth ?? 0) >= 1,
+        `on-failure depth ${before.dlqDepth ?? '-'}`,
+      ),
+      ctx.check(
+        'failed batches listed',
+        listed.code === 0,
+        `dlq list exited ${listed.code}: ${listed.err.trim()}`,
+      ),
+      ctx.check('dry run accepted', dry.code === 0, `dry run exited ${dry.code}: ${dry.err.trim()}`),
+      ctx.check('replay succeeded', replay.code === 0, `replay exited ${replay.code}: ${replay.err.trim()}`),
+      ctx.check(
+        'reads fresh after the replay',
+        fresh.every((r, i) => r.state === states.get(orders[i]?.orderId ?? '')),
+        `reads: ${fresh.map((r) => `${r.cache} ${r.state}`).join(', ')}`,
+      ),
+      ctx.check(
+        'on-failure queue empty',
+        (after.dlqDepth ?? 0) === 0,
+        `on-failure depth ${after.dlqDepth ?? '-'}`,
+      ),
+      ctx.check(
+        'prefix eviction accepted',
+        evicted.code === 0,
+        `cache invalidate --prefix exited ${evicted.code}: ${evicted.err.trim()}`,
+      ),
+    ];
+  },
+};

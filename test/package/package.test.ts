@@ -1,0 +1,149 @@
+/**
+ * tenang as a user gets it: `npm pack` (which builds dist/), the tarball installed into an empty
+ * project, the compiled `tenang` CLI on plain node, the public entry points, and every app under
+ * examples/ copied outside the repo with the tarball installed, synthesized clean under the
+ * AwsSolutions, Serverless and Tenang packs. Installs use the npm cache that `npm ci` filled.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+jest.setTimeout(10 * 60_000);
+
+/** Runs a command in `cwd` and returns its stdout; a failure shows its output. */
+function sh(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = {}): string {
+  try {
+    return execFileSync(cmd, [...args], {
+      cwd,
+      encoding: 'utf8',
+      env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(
+      `${cmd} ${args.join(' ')} failed in ${cwd}:\n${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`,
+    );
+  }
+}
+
+const install = (cwd: string, args: readonly string[] = []): string =>
+  sh(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', ...args], cwd);
+
+describe('the tenang package', () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-package-'));
+  let tarball = '';
+  let files: string[] = [];
+
+  beforeAll(() => {
+    // The build prepack would run, run first: its output would precede pack's JSON.
+    sh(NPM, ['run', 'build'], ROOT);
+    const packed = JSON.parse(
+      sh(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT),
+    ) as {
+      filename: string;
+      files: { path: string }[];
+    }[];
+    const first = packed[0];
+    if (first === undefined) throw new Error('npm pack printed no package');
+    tarball = path.join(work, first.filename);
+    files = first.files.map((f) => f.path);
+  });
+
+  afterAll(() => {
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('when packed, it ships the compiled CLI, the typed entry points and the handler sources, and no test', () => {
+    expect(files).toContain('dist/bin/tenang.js');
+    for (const entry of ['config', 'infra', 'runtime', 'audit']) {
+      expect(files).toContain(`dist/lib/api/${entry}.js`);
+      expect(files).toContain(`dist/lib/api/${entry}.d.ts`);
+    }
+    expect(files).toContain('lambdas/payment-consumer/index.ts');
+    expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
+    expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
+  });
+
+  it('when installed into an empty project, its CLI runs on plain node and its entry points load', () => {
+    // Prepare
+    const app = path.join(work, 'empty');
+    fs.mkdirSync(app);
+    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'empty', private: true }));
+    install(app, [tarball]);
+
+    // Act
+    const help = sh(
+      process.execPath,
+      [path.join(app, 'node_modules', 'tenang', 'dist', 'bin', 'tenang.js'), '--help'],
+      app,
+    );
+    const api = sh(
+      process.execPath,
+      [
+        '-e',
+        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit');" +
+          'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, checks: typeof a.TenangChecks }))',
+      ],
+      app,
+    );
+
+    // Assess
+    expect(help).toContain('Usage: tenang');
+    expect(help).toContain('status');
+    expect(JSON.parse(api)).toEqual({
+      load: 'function',
+      app: 'function',
+      runner: 'function',
+      checks: 'function',
+    });
+    expect(fs.existsSync(path.join(app, 'node_modules', '.bin', 'tenang'))).toBe(true);
+  });
+
+  const examples = fs
+    .readdirSync(path.join(ROOT, 'examples'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name);
+
+  it.each(examples)(
+    'when the example %s is copied outside the repo with the tarball installed, cdk synth is clean under every pack',
+    (name) => {
+      // Prepare
+      const app = path.join(work, `example-${name}`);
+      fs.cpSync(path.join(ROOT, 'examples', name), app, { recursive: true });
+      const manifest = JSON.parse(fs.readFileSync(path.join(app, 'package.json'), 'utf8')) as {
+        dependencies: Record<string, string>;
+      };
+      manifest.dependencies.tenang = `file:${tarball}`;
+      fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify(manifest, null, 2));
+      install(app);
+
+      // Act
+      sh(path.join(app, 'node_modules', '.bin', 'cdk'), ['synth', '--quiet'], app, {
+        CDK_DISABLE_CLI_TELEMETRY: 'true',
+      });
+      sh(path.join(app, 'node_modules', '.bin', 'tsc'), ['-p', '.'], app);
+
+      // Assess
+      const report = JSON.parse(
+        fs.readFileSync(path.join(app, 'cdk.out', 'validation-report.json'), 'utf8'),
+      ) as {
+        pluginReports: { pluginName: string; violations: unknown[] }[];
+      };
+      expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([]);
+      const templates = fs.readdirSync(path.join(app, 'cdk.out')).filter((f) => f.endsWith('.template.json'));
+      expect(templates.length).toBeGreaterThan(0);
+      for (const t of templates) {
+        const template = JSON.parse(fs.readFileSync(path.join(app, 'cdk.out', t), 'utf8')) as {
+          Metadata?: Record<string, unknown>;
+        };
+        expect(typeof template.Metadata?.['tenang:pipeline']).toBe('string');
+      }
+    },
+  );
+});
