@@ -26,6 +26,11 @@ import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
 import { measureBundles, type BundleResult } from './bundles';
 import { measureCache, type CacheResults } from './cache';
 import { commandList, measureCalls, type CallsFigure, type CallsResults } from './calls';
+import { encodePipeline } from '../lib/config';
+import { referencePipeline } from '../examples/reference/pipeline';
+
+// The bench runs the reference app's code unbundled: it reads the app's declaration as tests do.
+process.env.TENANG_PIPELINE ??= encodePipeline(referencePipeline('bench', 'us-east-1'));
 
 interface Results {
   readonly generatedAt: string;

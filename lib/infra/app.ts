@@ -4,15 +4,13 @@ import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { PipelineConfig, PipelineDeclaration } from '../config';
 import { TenangChecks } from './audit/tenang-checks';
 import { PipelineStack } from './pipeline-stack';
+import { stackName } from './stack-name';
 import { STAGE_CONTEXT_KEY, targetTraits } from './target';
 
 /** Default region when neither the config nor the CDK environment names one. */
 export const DEFAULT_REGION = 'us-east-1';
 
-/** Name of a stage's stack. */
-export function stackName(stage: string): string {
-  return `tenang-${stage}`;
-}
+export { stackName } from './stack-name';
 
 /** What buildApp created, for tests and the local platform. */
 export interface BuiltApp {

@@ -26,6 +26,7 @@ import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
 import type { Order } from '../../lib/core/order';
 import type { OrderStore } from '../../lib/core/ports';
+import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
 import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, redisClient, uniqueName } from '../helpers/aws';
@@ -56,7 +57,12 @@ let connection: RedisConnection;
 let cache: RedisCache;
 let admin: Redis;
 
+/** The declaration the flush stage's runs get (set in beforeAll). */
+let flushPipeline = '';
+
 function cli(...argv: string[]): Promise<CapturedRun> {
+  if (argv.includes(FLUSH_STAGE))
+    return runCaptured(argv, { env: { ...process.env, TENANG_PIPELINE: flushPipeline } });
   return runCaptured(argv);
 }
 
@@ -183,13 +189,13 @@ beforeAll(async () => {
   connection = connectRedis({ kind: 'url', url }, { commandTimeoutMs: 2_000 });
   cache = new RedisCache(connection.client, { ready: () => connection.ready() });
   admin = redisClient();
-  // The flush stage's config lists hot keys (the reference pipeline has none).
-  const stageConfig = lambdaEnv.stageConfig;
-  jest.spyOn(lambdaEnv, 'stageConfig').mockImplementation((stage, region) => {
-    const config = stageConfig(stage, region);
-    if (stage !== FLUSH_STAGE) return config;
-    const hotKeys = [`order:${HOT.stale}`, orderCacheKey(FLUSH_KEYSPACE, HOT.cold), `order:${HOT.gone}`];
-    return { ...config, stage: { ...config.stage, cache: { ...config.stage.cache, hotKeys } } };
+  // The flush stage's config lists hot keys (the reference pipeline has none): the CLI reads
+  // the declaration from TENANG_PIPELINE, so the flush stage's runs get one that has them.
+  const declaration = JSON.parse(process.env.TENANG_PIPELINE ?? '{}') as PipelineInput;
+  const hotKeys = [`order:${HOT.stale}`, orderCacheKey(FLUSH_KEYSPACE, HOT.cold), `order:${HOT.gone}`];
+  flushPipeline = encodePipeline({
+    ...declaration,
+    stage: { ...declaration.stage, cache: { ...declaration.stage.cache, hotKeys } },
   });
 });
 
