@@ -14,7 +14,7 @@ export interface QueueSample {
   readonly depth: number;
   /** Received and not yet deleted (ApproximateNumberOfMessagesNotVisible). */
   readonly inFlight: number;
-  /** Estimated age of the oldest message, seconds (alarm-evaluator OldestMessageTracker: depth and deletes, no receive). */
+  /** Estimated age of the oldest message, seconds (lib/local/alarms/oldest-message.ts OldestMessageTracker: depth and deletes, no receive). */
   readonly oldestAgeSeconds: number;
   /** Messages in the job type's dead-letter queue. */
   readonly dlq: number;

@@ -771,7 +771,7 @@ async function drain(
 function alarmSection(platform: LocalPlatform, runStart: number): AlarmSection {
   return {
     source:
-      'The local platform’s alarm evaluator (lib/local/alarm-evaluator.ts): metric alarm states set in moto, composite alarms kept locally',
+      'The local platform’s alarm evaluator (lib/local/alarms/evaluator.ts): metric alarm states set in moto, composite alarms kept locally',
     note: 'Alarm periods are shortened for the scenario; thresholds are the deployed ones.',
     timeline: platform.alarms.timeline().map((t) => ({
       atMs: t.at.getTime() - runStart,
