@@ -1,4 +1,5 @@
 import {
+  CI_FAULT_CONFIG_NAMES,
   FAULT_CONFIGS,
   FAULT_EVIDENCE,
   faultConfigNamed,
@@ -140,5 +141,15 @@ describe('Function: heldJobs', () => {
       'redis-down+mid-invalidation',
       'everything',
     ]);
+  });
+});
+
+describe('Constant: CI_FAULT_CONFIG_NAMES', () => {
+  it('when npm test runs the CI size, every fault of the matrix is still in one of its configurations', () => {
+    const ci = FAULT_CONFIGS.filter((c) => CI_FAULT_CONFIG_NAMES.includes(c.name));
+    expect(ci.map((c) => c.name)).toEqual([...CI_FAULT_CONFIG_NAMES]);
+    const all = new Set(FAULT_CONFIGS.flatMap((c) => c.faults));
+    const covered = new Set(ci.flatMap((c) => c.faults));
+    expect([...all].filter((f) => !covered.has(f))).toEqual([]);
   });
 });
