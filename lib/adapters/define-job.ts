@@ -10,7 +10,6 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import type { SSMClient } from '@aws-sdk/client-ssm';
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
@@ -61,11 +60,7 @@ export interface JobRunContext {
 }
 
 /** A job asking to be run again later without counting as a failure (a busy dependency). */
-export interface JobDeferral {
-  readonly kind: 'deferred';
-  readonly delaySeconds: number;
-  readonly reason: string;
-}
+export type JobDeferral = Extract<JobOutcome, { readonly kind: 'deferred' }>;
 
 /** A job type's code: its payload schema and what it does. */
 export interface JobDefinition<P> {
@@ -253,11 +248,8 @@ export function jobDepsFromEnv(name: string, env: NodeJS.ProcessEnv = process.en
   if (missing.length > 0)
     throw new Error(`Invalid environment of ${jobType.consumer}:\n  - ${missing.join('\n  - ')}`);
   const { logger, metrics } = observability(jobType.consumer);
-  const ssm: SSMClient | undefined = parsed.DEGRADE_FLAG === undefined ? undefined : newSsmClient();
   const flag =
-    ssm === undefined || parsed.DEGRADE_FLAG === undefined
-      ? undefined
-      : new SsmDegradeFlag(ssm, parsed.DEGRADE_FLAG);
+    parsed.DEGRADE_FLAG === undefined ? undefined : new SsmDegradeFlag(newSsmClient(), parsed.DEGRADE_FLAG);
   return {
     jobType,
     queueUrl: parsed.QUEUE_URL,

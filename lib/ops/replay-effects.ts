@@ -70,13 +70,16 @@ export class DynamoDbEffectChecker {
   }
 
   private async idempotencyRecord(jobType: string, idempotencyKey: string): Promise<EffectCheck> {
-    const id = idempotencyRecordId(jobType, idempotencyKey);
+    return (await this.completedRecord(idempotencyRecordId(jobType, idempotencyKey)))
+      ? { done: true, evidence: `idempotency record of ${jobType} ${idempotencyKey} is COMPLETED` }
+      : { done: false };
+  }
+
+  /** Whether the Powertools idempotency record `id` is COMPLETED and not past its expiry (TTL deletes late). */
+  private async completedRecord(id: string): Promise<boolean> {
     const record = await this.get(this.tables.idempotency, TABLE_KEYS.idempotency.partitionKey, id);
     const expiry = Number(record?.[TABLE_KEYS.idempotency.ttl]?.N ?? Infinity);
-    if (record?.status?.S === 'COMPLETED' && expiry >= this.epoch()) {
-      return { done: true, evidence: `idempotency record of ${jobType} ${idempotencyKey} is COMPLETED` };
-    }
-    return { done: false };
+    return record?.status?.S === 'COMPLETED' && expiry >= this.epoch();
   }
 
   private async get(
@@ -95,10 +98,7 @@ export class DynamoDbEffectChecker {
   }
 
   private async payment(job: JobEnvelope<'payment.capture'>): Promise<EffectCheck> {
-    const id = paymentIdempotencyRecordId(job.payload.paymentId);
-    const record = await this.get(this.tables.idempotency, TABLE_KEYS.idempotency.partitionKey, id);
-    const expiry = Number(record?.[TABLE_KEYS.idempotency.ttl]?.N ?? Infinity);
-    if (record?.status?.S === 'COMPLETED' && expiry >= this.epoch()) {
+    if (await this.completedRecord(paymentIdempotencyRecordId(job.payload.paymentId))) {
       return {
         done: true,
         evidence: `idempotency record ${paymentCaptureKey(job.payload.paymentId)} is COMPLETED`,
