@@ -10,6 +10,7 @@ import { Command, CommanderError, Option } from 'commander';
 import {
   CommandFailedError,
   contextFromEnv,
+  needsConfig,
   UsageError,
   type CliContext,
   type Prompt,
@@ -175,8 +176,8 @@ Runbooks: runbooks/README.md (every step there is one of these commands).`,
     );
   // Each action runs with the stage's pipeline config at hand: unless TENANG_PIPELINE gives it,
   // it is read once from the deployed stack's template (a failure surfaces where it is needed).
-  program.hook('preAction', async () => {
-    await getContext().loadConfig?.();
+  program.hook('preAction', async (_program, action) => {
+    if (needsConfig(action)) await getContext().loadConfig?.();
   });
   for (const register of COMMANDS) register(program, getContext);
   // Subcommands inherit the overrides: no command may exit the process.

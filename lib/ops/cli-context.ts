@@ -85,6 +85,27 @@ export interface CliContext {
 /** A command module's entry point. */
 export type RegisterCommand = (program: Command, context: () => CliContext) => void;
 
+/** Commands that read no pipeline config, with the options for which that holds. */
+const CONFIG_FREE = new WeakMap<Command, (options: Record<string, unknown>) => boolean>();
+
+/**
+ * Marks `command` as needing no pipeline config (for the options `when` accepts): the CLI then
+ * makes no call for it before the action (no GetTemplate, no wait on the credential chain).
+ */
+export function configFree(
+  command: Command,
+  when: (options: Record<string, unknown>) => boolean = () => true,
+): Command {
+  CONFIG_FREE.set(command, when);
+  return command;
+}
+
+/** Whether the action about to run needs the pipeline config (see configFree). */
+export function needsConfig(command: Command): boolean {
+  const when = CONFIG_FREE.get(command);
+  return when === undefined || !when(command.optsWithGlobals());
+}
+
 /** Builds the context from the environment (TENANG_STAGE, AWS_REGION, AWS_ENDPOINT_URL…). */
 export function contextFromEnv(
   opts: { stage?: string; out?: (t: string) => void; err?: (t: string) => void; prompt?: Prompt } = {},

@@ -9,7 +9,7 @@
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import type { ChecklistItem } from '../../infra/audit/checklist';
-import { CommandFailedError, UsageError, type RegisterCommand } from '../cli-context';
+import { CommandFailedError, configFree, UsageError, type RegisterCommand } from '../cli-context';
 import { renderTable } from '../table';
 
 const AuditOptionsSchema = z.object({
@@ -44,7 +44,7 @@ export function renderChecklist(items: readonly ChecklistItem[]): string {
 
 /** Registers `tenang audit`. */
 export const register: RegisterCommand = (program, context) => {
-  program
+  const audit = program
     .command('audit')
     .description(
       'audit the pipeline (synthesized, deployed with --live, or any CloudFormation template) against the worker-queue checklist',
@@ -71,4 +71,6 @@ export const register: RegisterCommand = (program, context) => {
         throw new CommandFailedError(`audit failed: ${failing.join(', ')}`);
       }
     });
+  // A given template is audited alone: nothing of this app's config is read.
+  configFree(audit, (options) => options.template !== undefined);
 };

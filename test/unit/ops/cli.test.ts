@@ -1,4 +1,11 @@
-import { CloudFormationClient, ListStackResourcesCommand } from '@aws-sdk/client-cloudformation';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import {
+  CloudFormationClient,
+  GetTemplateCommand,
+  ListStackResourcesCommand,
+} from '@aws-sdk/client-cloudformation';
 import {
   GetEventSourceMappingCommand,
   LambdaClient,
@@ -233,6 +240,40 @@ describe('Function: run', () => {
 
   it('when the stage is not a stage name, it is a usage error', async () => {
     expect((await cli('--stage', 'Bad Stage', 'status')).code).toBe(2);
+  });
+});
+
+describe('The pipeline config read from the deployed stack', () => {
+  let dir: string;
+  beforeEach(() => {
+    // No declaration in the environment: the CLI would read the stack's template.
+    delete process.env.TENANG_PIPELINE;
+    cfn.on(GetTemplateCommand).rejects(new Error('Stack with id tenang-unit does not exist'));
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-cli-'));
+  });
+  afterEach(() => {
+    process.env.TENANG_PIPELINE = savedEnv.TENANG_PIPELINE;
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('when a command needs it, it is read once before the action, and its absence is explained', async () => {
+    // Act
+    const result = await cli('pause', 'payment-consumer', '--for', '30m', '--reason', 'drill');
+    // Assess
+    expect(cfn).toHaveReceivedCommandTimes(GetTemplateCommand, 1);
+    expect(result.code).toBe(1);
+    expect(result.err).toContain('no pipeline config for stage "unit"');
+  });
+
+  it('when the audit is given a template, no AWS call is made for the config', async () => {
+    // Prepare
+    const template = path.join(dir, 'template.json');
+    fs.writeFileSync(template, JSON.stringify({ Resources: {} }));
+    // Act
+    const result = await cli('audit', '--template', template, '--json');
+    // Assess
+    expect(cfn.calls()).toHaveLength(0);
+    expect(result.code).toBe(0);
   });
 });
 
