@@ -4,8 +4,9 @@
  * - Reads: a cached value is a hit; otherwise the source of truth is loaded and written back
  *   with a jittered TTL, so keys written together do not expire together (C1).
  * - Stampede (C4): concurrent reads of one key in a process share one flight; across processes a
- *   short lock (SET NX PX) lets one caller load while the others poll the cache, and a caller that
- *   waited too long loads by itself: a read is never failed by the protection.
+ *   short lock (SET NX PX) lets one caller load while the others look at the cache again after
+ *   pauses that double (with jitter), and a caller that waited too long loads by itself: a read
+ *   is never failed by the protection.
  * - Staleness (C3): the write-back is version-checked in the cache (atomically), and an
  *   invalidation leaves a tombstone at the version it invalidated, so a reader that loaded an old
  *   version can never overwrite a newer value or a newer invalidation.
@@ -48,8 +49,10 @@ export interface CachePolicySettings {
   readonly loadLockMs: number;
   /** How long a caller that lost the lock waits for the winner's value. @default loadLockMs */
   readonly lockWaitMs?: number;
-  /** Pause between two looks at the cache while waiting. @default 10 */
+  /** First pause before a waiter looks at the cache again; each later pause doubles. @default 10 */
   readonly pollIntervalMs?: number;
+  /** Longest pause between two looks while waiting. @default an eighth of lockWaitMs, at least pollIntervalMs */
+  readonly maxPollIntervalMs?: number;
 }
 
 /** Something worth a log line; the policy itself never logs. */
@@ -74,6 +77,17 @@ export interface CachePolicyPorts {
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 10;
+
+/**
+ * The pause before a waiter's `attempt`-th look (0-based): doubling from `firstMs` up to `maxMs`,
+ * with equal jitter (half fixed, half random) so that instances that lost the lock together do
+ * not look together. A waiter looks about log2(load time / firstMs) times instead of once per
+ * `firstMs`: a stampede costs a few commands per instance, not one pair per poll interval.
+ */
+export function waitBeforeLookMs(attempt: number, firstMs: number, maxMs: number, random: Random): number {
+  const ceiling = Math.min(maxMs, firstMs * 2 ** Math.min(attempt, 30));
+  return ceiling / 2 + (ceiling / 2) * random();
+}
 
 /** TTL of a written-back value: the base TTL plus up to `ttlJitterRatio` of it, in milliseconds. */
 export function ttlWithJitterMs(settings: CachePolicySettings, random: Random): number {
@@ -121,6 +135,7 @@ export class CacheAside<T> {
   private readonly flights = new Map<string, Promise<CacheRead<T>>>();
   private readonly lockWaitMs: number;
   private readonly pollIntervalMs: number;
+  private readonly maxPollIntervalMs: number;
 
   public constructor(
     private readonly settings: CachePolicySettings,
@@ -129,6 +144,8 @@ export class CacheAside<T> {
   ) {
     this.lockWaitMs = settings.lockWaitMs ?? settings.loadLockMs;
     this.pollIntervalMs = settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    this.maxPollIntervalMs =
+      settings.maxPollIntervalMs ?? Math.max(this.pollIntervalMs, Math.floor(this.lockWaitMs / 8));
   }
 
   /**
@@ -170,7 +187,7 @@ export class CacheAside<T> {
     const lockKey = loadLockKey(key);
     const token = lockToken(this.ports.random);
     const started = this.now();
-    for (;;) {
+    for (let attempt = 0; ; attempt += 1) {
       let acquired: boolean;
       try {
         acquired = await this.ports.cache.tryLock(lockKey, token, this.settings.loadLockMs);
@@ -191,7 +208,8 @@ export class CacheAside<T> {
         this.ports.onEvent?.({ kind: 'lock-wait-expired', key, waitedMs: waited });
         return this.loadAndWriteBack(key, load);
       }
-      await this.ports.sleep(Math.min(this.pollIntervalMs, this.lockWaitMs - waited));
+      const pause = waitBeforeLookMs(attempt, this.pollIntervalMs, this.maxPollIntervalMs, this.ports.random);
+      await this.ports.sleep(Math.min(pause, this.lockWaitMs - waited));
       const looked = await this.look(key);
       if (looked === 'unavailable') return this.bypass(load);
       if (looked !== undefined) return { source: 'hit', value: looked };

@@ -7,6 +7,7 @@ import {
   invalidateKeys,
   tombstoneTtlMs,
   ttlWithJitterMs,
+  waitBeforeLookMs,
   type CachedEntityCodec,
   type CachePolicyEvent,
   type CachePolicySettings,
@@ -74,6 +75,27 @@ function policy(
     onEvent: (event) => options.events?.push(event),
   });
 }
+
+describe('Function: waitBeforeLookMs', () => {
+  it('when attempts grow, the ceiling doubles from the first pause up to the longest', () => {
+    // Act
+    const ceilings = [0, 1, 2, 3, 4, 5, 6].map((attempt) => waitBeforeLookMs(attempt, 10, 250, () => 1));
+
+    // Assess
+    expect(ceilings).toEqual([10, 20, 40, 80, 160, 250, 250]);
+  });
+
+  it('when random varies, the pause stays within the upper half of its ceiling (equal jitter)', () => {
+    // Act
+    const low = waitBeforeLookMs(3, 10, 250, () => 0);
+    const high = waitBeforeLookMs(3, 10, 250, () => 0.999);
+
+    // Assess
+    expect(low).toBe(40);
+    expect(high).toBeGreaterThan(79);
+    expect(high).toBeLessThan(80);
+  });
+});
 
 describe('Function: ttlWithJitterMs', () => {
   it('when random is 0, it is the base TTL; when random approaches 1, it approaches TTL × (1 + ratio)', () => {
@@ -345,6 +367,45 @@ describe('Class: CacheAside', () => {
       expect(waited).toEqual({ source: 'hit', value: doc(1) });
       expect(winnerLoad).toHaveBeenCalledTimes(1);
       expect(waiterLoad).not.toHaveBeenCalled();
+    });
+
+    it('when another process loads for 200 ms, the waiter looks a few times with growing pauses, not once per poll interval', async () => {
+      // Prepare: the holder's value lands 200 ms after the waiter lost the lock (20 poll intervals).
+      const time = new FakeTime();
+      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      await cache.tryLock(loadLockKey(KEY), 'other-process', SETTINGS.loadLockMs);
+      const landsAt = time.nowMs + 200;
+      const commands: string[] = [];
+      const pauses: number[] = [];
+      const counted: VersionedCache = {
+        get: async (key) => {
+          commands.push('get');
+          if (time.nowMs >= landsAt && cache.peek(KEY) === undefined)
+            await cache.putIfNewer(KEY, 4, doc(4), 60_000);
+          return cache.get(key);
+        },
+        putIfNewer: (...args) => (commands.push('put'), cache.putIfNewer(...args)),
+        fence: (...args) => cache.fence(...args),
+        tryLock: (...args) => (commands.push('lock'), cache.tryLock(...args)),
+        unlock: (...args) => (commands.push('unlock'), cache.unlock(...args)),
+      };
+      const load = jest.fn(() => Promise.resolve(doc(4)));
+      const waiter = new CacheAside(SETTINGS, CODEC, {
+        cache: counted,
+        clock: time.clock,
+        random: () => 0.5,
+        sleep: (ms) => (pauses.push(ms), time.sleep(ms)),
+      });
+
+      // Act
+      const read = await waiter.read(KEY, load);
+
+      // Assess: the holder's value, no load; pauses double (equal jitter at 0.5 → ¾ of each ceiling).
+      expect(read).toEqual({ source: 'hit', value: doc(4) });
+      expect(load).not.toHaveBeenCalled();
+      expect(pauses.slice(0, 4)).toEqual([7.5, 15, 30, 60]);
+      // Polling every 10 ms would have cost 2 commands per interval: about 40.
+      expect(commands.length).toBeLessThanOrEqual(12);
     });
 
     it('when the lock holder never writes, the waiter loads by itself after lockWaitMs and the read never fails', async () => {
