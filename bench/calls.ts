@@ -19,12 +19,13 @@ import {
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type * as PaymentConsumerModule from '../lambdas/payment-consumer';
+import { paymentCapture } from '../examples/reference/jobs/payment-capture';
 import { countSdkCalls, type SdkCallLog } from '../lib/adapters/aws/call-counter';
 import { newDynamoDbClient, newSqsClient } from '../lib/adapters/aws/clients';
+import { createJobHandler, jobDepsFromEnv } from '../lib/adapters/define-job';
 import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
 import { HttpPaymentProvider } from '../lib/adapters/http/payment-provider';
-import { parseFunctionEnv, stageConfig } from '../lib/adapters/lambda-env';
+import { stageConfig } from '../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../lib/config';
 import { METRICS_NAMESPACE } from '../lib/config/metrics';
 import { makeEnvelope } from '../lib/core/envelope';
@@ -206,28 +207,21 @@ async function createQueues(
   return { queueUrl, dlqUrl };
 }
 
-/** tenang's payment consumer as deployed (depsFromEnv), over counted clients. */
-async function tenangHandler(
-  env: PaymentConsumerModule.PaymentConsumerEnv,
-  clients: PaymentConsumerModule.PaymentConsumerClients,
+/** tenang's payment job as deployed (jobDepsFromEnv and the job's setup), over counted clients. */
+function tenangHandler(
+  env: Record<string, string>,
+  clients: { readonly dynamo: DynamoDBClient; readonly sqs: SQSClient },
   metrics: RecordingMetrics,
-): Promise<(event: SQSEvent, context: Context) => Promise<SQSBatchResponse>> {
-  // The module's scope parses the environment and builds its own handler, as in Lambda.
-  const saved = { ...process.env };
-  Object.assign(process.env, env);
-  let consumer: typeof PaymentConsumerModule;
-  try {
-    consumer = await import('../lambdas/payment-consumer');
-  } finally {
-    process.env = saved;
-  }
-  const deps = consumer.depsFromEnv(
-    parseFunctionEnv(consumer.SERVICE_NAME, consumer.PaymentConsumerEnvSchema, env),
-    clients,
-  );
-  return consumer.createHandler({
+): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
+  const deps = jobDepsFromEnv(paymentCapture.name, { ...process.env, ...env });
+  // The deps' own clients give way to the counted ones; nothing was sent through them.
+  deps.dynamodb?.destroy();
+  deps.sqs.destroy();
+  return createJobHandler(paymentCapture, {
     ...deps,
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    dynamodb: clients.dynamo,
+    sqs: clients.sqs,
+    logger: new Logger({ serviceName: deps.jobType.consumer, logLevel: 'SILENT' }),
     metrics,
     // A retry waits floor(random × ceiling) s: 0 returns the message at once. The delay is not
     // counted, only the ChangeMessageVisibility that sets it.
@@ -250,7 +244,7 @@ async function newSubject(
   let handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   if (system === 'tenang') {
     outcomes = new RecordingMetrics({ namespace: METRICS_NAMESPACE, serviceName: system });
-    handler = await tenangHandler(
+    handler = tenangHandler(
       {
         TENANG_STAGE: STAGE,
         AWS_REGION: await dynamo.config.region(),
@@ -268,7 +262,7 @@ async function newSubject(
       dynamo,
       ordersTable: shared.ordersTable,
       idempotencyTable: shared.idempotencyTable,
-      // The timeout depsFromEnv gives tenang's consumer (a third of the function's 30 s).
+      // The timeout the payment job's setup gives its provider (a third of the function's 30 s).
       provider: new HttpPaymentProvider({ baseUrl: shared.provider.url, timeoutMs: 10_000 }),
     });
   }

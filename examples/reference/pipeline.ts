@@ -1,10 +1,11 @@
 /**
  * The reference pipeline's declaration: three job types (a FIFO payment capture, a sheddable
- * notification, a deferrable stock reservation) and two stream consumers on the orders table.
+ * notification, a deferrable stock reservation), the four tables they use (tenang adds its own
+ * idempotency table) and two stream consumers on the orders table.
  * The app (app.ts) hands it to the stack, which bakes it into every function's bundle and the
  * stack's template metadata: functions, the CLI and the local platform read it from there.
  */
-import type { PipelineInput } from 'tenang/config';
+import { TABLE_KEYS, type PipelineInput } from 'tenang/config';
 
 /** The declaration for a stage; only the stage name and region vary between stages. */
 export function referencePipeline(stageName: string, region: string): PipelineInput {
@@ -26,10 +27,22 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         hotKeys: [],
       },
     },
+    // Each with the key layout of the package adapter that reads it (DynamoDbOrderStore, …).
+    tables: [
+      // The source of truth; its stream drives the cache invalidator and the outbox relay.
+      { name: 'orders', ...TABLE_KEYS.orders, stream: 'NEW_AND_OLD_IMAGES' },
+      // Lease locks with fencing counters.
+      { name: 'locks', ...TABLE_KEYS.locks },
+      // Producer-side dedup records for standard queues (Q1).
+      { name: 'dedup', ...TABLE_KEYS.dedup },
+      // Stock per SKU, protected by lease locks with fencing.
+      { name: 'inventory', ...TABLE_KEYS.inventory },
+    ],
     jobTypes: [
       {
         name: 'payment.capture',
         consumer: 'payment-consumer',
+        entry: 'jobs/payment-capture.ts',
         queue: { kind: 'fifo', groupBy: 'orderId' },
         function: { timeoutSeconds: 30, memoryMb: 512 },
         batch: { size: 10, maxConcurrency: 10 },
@@ -38,7 +51,6 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         criticality: 'critical',
         latencyObjectiveSeconds: 120,
         owner: 'payments-team',
-        dependencies: ['payment-provider', 'orders-table', 'idempotency-table'],
         // The capture: the order read and guarded (GetItem, ConditionCheckItem) and moved to PAID
         // (UpdateItem); the idempotency record claimed, completed and given back (Powertools' layer).
         resources: {
@@ -55,6 +67,7 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       {
         name: 'notification.send',
         consumer: 'notification-consumer',
+        entry: 'jobs/notification-send.ts',
         queue: { kind: 'standard' },
         function: { timeoutSeconds: 20, memoryMb: 256 },
         batch: { size: 10, windowSeconds: 2, maxConcurrency: 5 },
@@ -65,7 +78,6 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         // An order-paid e-mail six hours late confuses more than it helps: moved aside, counted.
         usefulAgeSeconds: 21_600,
         owner: 'growth-team',
-        dependencies: ['messaging-provider', 'dedup-table'],
         // Dedup per (order, template): a conditional claim, and its release when the send fails.
         resources: { tables: { dedup: ['PutItem', 'DeleteItem'] }, providers: ['messaging'] },
         idempotent: true,
@@ -75,6 +87,7 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       {
         name: 'inventory.reserve',
         consumer: 'inventory-consumer',
+        entry: 'jobs/inventory-reserve.ts',
         queue: { kind: 'standard' },
         function: { timeoutSeconds: 30, memoryMb: 256 },
         batch: { size: 5, windowSeconds: 1, maxConcurrency: 5 },
@@ -83,7 +96,6 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         criticality: 'deferrable',
         latencyObjectiveSeconds: 300,
         owner: 'fulfilment-team',
-        dependencies: ['locks-table', 'orders-table'],
         // Leases are acquired, extended and cleared with conditional updates; stock is read and
         // fenced-updated.
         resources: { tables: { locks: ['UpdateItem'], inventory: ['UpdateItem'] } },
@@ -95,6 +107,9 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
     streamConsumers: [
       {
         consumer: 'cache-invalidator',
+        table: 'orders',
+        // Deletes the changed order's cache keys.
+        resources: { cache: true },
         function: { timeoutSeconds: 10, memoryMb: 256 },
         batchSize: 100,
         retryAttempts: 10,
@@ -106,6 +121,14 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       },
       {
         consumer: 'outbox-relay',
+        table: 'orders',
+        // Enqueues an order's follow-up jobs, each claimed once in dedup (Q1); defers what is not
+        // critical while the stage is degraded.
+        resources: {
+          tables: { dedup: ['PutItem', 'DeleteItem'] },
+          queues: ['notification.send', 'inventory.reserve'],
+          degradeFlag: true,
+        },
         function: { timeoutSeconds: 15, memoryMb: 256 },
         batchSize: 50,
         retryAttempts: 10,

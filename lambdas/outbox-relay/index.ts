@@ -57,8 +57,9 @@ const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1))
 export const OutboxRelayEnvSchema = z.object({
   TENANG_STAGE: StageSchema.shape.name,
   AWS_REGION: nonEmpty(),
-  NOTIFICATION_QUEUE_URL: z.url(),
-  INVENTORY_QUEUE_URL: z.url(),
+  // `<JOB_TYPE>_QUEUE_URL` (queueUrlVariable): the stack sets one per job type in resources.queues.
+  NOTIFICATION_SEND_QUEUE_URL: z.url(),
+  INVENTORY_RESERVE_QUEUE_URL: z.url(),
   DEGRADE_FLAG: nonEmpty(),
   DEDUP_TABLE: nonEmpty(),
   /** Crash injection points (local platform and chaos tests only). */
@@ -249,8 +250,8 @@ export function depsFromEnv(env: OutboxRelayEnv): OutboxRelayDeps {
   return {
     dedup: new DynamoDbDedupStore(newDynamoDbClient(), env.DEDUP_TABLE),
     enqueue: sqsEnqueue(newSqsClient(), {
-      'notification.send': env.NOTIFICATION_QUEUE_URL,
-      'inventory.reserve': env.INVENTORY_QUEUE_URL,
+      'notification.send': env.NOTIFICATION_SEND_QUEUE_URL,
+      'inventory.reserve': env.INVENTORY_RESERVE_QUEUE_URL,
     }),
     criticalityOf: criticalityFrom(config),
     isDegraded: () => flag.isDegraded(),

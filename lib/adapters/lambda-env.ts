@@ -23,17 +23,29 @@ export function parseFunctionEnv<S extends z.ZodMiniType>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
 ): z.output<S> {
+  const checked = checkFunctionEnv(schema, env);
+  if (checked.success) return checked.data;
+  throw new FunctionEnvError(functionName, checked.problems);
+}
+
+/** Parses `env` with `schema`: its data, or one line per missing or invalid variable. */
+export function checkFunctionEnv<S extends z.ZodMiniType>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+):
+  | { readonly success: true; readonly data: z.output<S> }
+  | { readonly success: false; readonly problems: readonly string[] } {
   const parsed = schema.safeParse(env);
-  if (parsed.success) return parsed.data;
-  throw new FunctionEnvError(
-    functionName,
-    parsed.error.issues.map((i) => {
+  if (parsed.success) return { success: true, data: parsed.data };
+  return {
+    success: false,
+    problems: parsed.error.issues.map((i) => {
       const name = i.path.map(String).join('.') || 'environment';
       return i.code === 'invalid_type' && (env as Record<string, unknown>)[name] === undefined
         ? `${name}: is not set`
         : `${name}: ${i.message}`;
     }),
-  );
+  };
 }
 
 /**

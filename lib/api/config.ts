@@ -1,5 +1,5 @@
 /**
- * `tenang/config`: the pipeline declaration an app writes (job types, stream consumers, stage
+ * `tenang/config`: the pipeline declaration an app writes (tables, job types, stream consumers, stage
  * settings), its validation with every problem reported at once, and the values derived from it
  * (queue names, visibility timeouts, alarm thresholds, flag names).
  */
@@ -10,6 +10,11 @@ export {
   JobTypeSchema,
   StreamConsumerSchema,
   StageSchema,
+  TableSchema,
+  StreamResourcesSchema,
+  type Table,
+  type TableInput,
+  type StreamResources,
   type JobType,
   type JobTypeInput,
   type StreamConsumer,
@@ -25,12 +30,17 @@ export {
   pauseFlagName,
   degradeFlagName,
   jobTypeSlug,
+  tableVariable,
+  queueUrlVariable,
+  providerVariable,
   VISIBILITY_TIMEOUT_FACTOR,
   DLQ_RETENTION_SECONDS,
   type ResolvedJobType,
   type ResolvedStreamConsumer,
+  type ResolvedTable,
   type DerivedAlarmSettings,
 } from '../config/derive';
+export { TABLE_KEYS, IDEMPOTENCY_TABLE } from '../config/tables';
 export { loadPipelineConfig, jobTypeByName, type PipelineConfig } from '../config/load';
 export { PipelineConfigError } from '../config/errors';
 export {

@@ -4,7 +4,7 @@
  * used one by one in a stack of your own.
  */
 export { buildApp, stackName, DEFAULT_REGION, type BuiltApp } from '../infra/app';
-export { PipelineStack, type PipelineStackProps } from '../infra/pipeline-stack';
+export { PipelineStack, lambdaEntry, type PipelineStackProps } from '../infra/pipeline-stack';
 export { WorkerQueue, type WorkerQueueProps } from '../infra/worker-queue';
 export { StreamConsumer, type StreamConsumerProps } from '../infra/stream-consumer';
 export { Observability, type ObservabilityProps } from '../infra/observability';

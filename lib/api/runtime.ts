@@ -2,7 +2,8 @@
  * `tenang/runtime`: what a consumer function is made of. The SQS job runner (envelope parsing,
  * failure policy, partial batch responses, deferral, DLQ with error class), the Powertools
  * persistence layer that commits a job's state transition with its idempotency record, the
- * lease lock with fencing tokens, cache-aside over Redis, the error classes and the backoff.
+ * lease lock with fencing tokens, the circuit breaker and token bucket for providers, cache-aside
+ * over Redis, the error classes and the backoff.
  */
 export {
   defineJob,
@@ -10,8 +11,11 @@ export {
   createJobHandler,
   jobDepsFromEnv,
   type JobDefinition,
+  type JobSetupContext,
   type JobRunContext,
   type JobDeferral,
+  type JobIdempotency,
+  type CustomJobIdempotency,
   type JobHandlerDeps,
   type ProviderClient,
 } from '../adapters/define-job';
@@ -29,8 +33,27 @@ export {
   TransactionalDynamoDBPersistenceLayer,
   type TransactionalPersistenceOptions,
   type TransactItem,
+  type StagedWrite,
+  type StagedPrecondition,
 } from '../adapters/aws/transactional-persistence';
-export { LeaseLock, withLease, LeaseLostError, LockHeldError, type LockStore } from '../core/lease-lock';
+export {
+  LeaseLock,
+  withLease,
+  everyInterval,
+  LeaseLostError,
+  LockHeldError,
+  type LockStore,
+  type LockEvent,
+  type Every,
+  type TokenSource,
+} from '../core/lease-lock';
+export { CircuitBreaker, type CircuitBreakerOptions } from '../core/circuit-breaker';
+export { TokenBucket, perInstanceRate, type TokenBucketOptions } from '../core/token-bucket';
+export type { Clock } from '../core/ports';
+export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adapters/crash';
+/** Metric names the runner and the dashboards share, and Powertools' units. */
+export { METRIC } from '../config/metrics';
+export { MetricUnit } from '@aws-lambda-powertools/metrics';
 export { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
 export { CacheAside, invalidateKeys, ttlWithJitterMs, type CachePolicySettings } from '../core/cache-policy';
 export { RedisCache, type RedisCacheOptions } from '../adapters/redis/redis-cache';

@@ -4,15 +4,23 @@
  * duplicated or unexpected, from the sources of truth — the providers' ledgers, the orders and
  * inventory tables, the DLQs and Redis — never from what the pipeline says about itself. Beside
  * it: DLQ = exactly the injected poison, the cache converged, no write accepted with a stale
- * fencing token, no lock released by a non-owner. Pure: facts in, verdict out.
+ * fencing token, no lock released by a non-owner. A job of a type the app declares beyond the
+ * reference's is judged by what holds for any job type (lib/local/scenario-declared-jobs.ts): one
+ * call per idempotency key in each of its providers' ledgers and its idempotency record COMPLETED.
+ * Pure: facts in, verdict out.
  */
 import type { CacheEntry } from '../core/ports';
 import { notificationKey } from '../core/notification';
 import { paymentCaptureKey } from '../core/payment';
 import type { LockTrace } from '../adapters/aws/fault-injection';
 import type { DlqEntry } from '../local/report-model';
-import { PAID_STATES, type LedgerFact, type PoisonFact } from '../local/scenario-invariants';
-import type { ChaosJobType } from './workload';
+import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from '../local/scenario-declared-jobs';
+import {
+  everyDeclaredJobDone,
+  PAID_STATES,
+  type LedgerFact,
+  type PoisonFact,
+} from '../local/scenario-invariants';
 
 /** The template of the notifications the workload enqueues itself (the outbox sends order-paid). */
 export const WORKLOAD_TEMPLATE = 'order-shipped';
@@ -22,7 +30,8 @@ export const OUTBOX_TEMPLATE = 'order-paid';
 /** A job as it was enqueued: the workload's job with the ids it got at run time. */
 export interface EnqueuedJob {
   readonly id: string;
-  readonly type: ChaosJobType;
+  /** A reference job type (CHAOS_JOB_TYPES) or a declared one. */
+  readonly type: string;
   readonly sku: string;
   readonly orderId: string;
   readonly quantity: number;
@@ -30,6 +39,8 @@ export interface EnqueuedJob {
   readonly paymentId?: string;
   /** payment.capture only. */
   readonly amountMinor?: number;
+  /** Declared job types only: the key every copy carries. */
+  readonly idempotencyKey?: string;
   /** Times it was sent to its queue. */
   readonly copies: number;
 }
@@ -73,6 +84,12 @@ export interface ChaosFacts {
   /** Lease operations the locks table answered, on this run's SKUs. */
   readonly lockTraces: readonly LockTrace[];
   readonly acceptedWrites: readonly AcceptedWrite[];
+  /** Declared job types' jobs as read back (their idempotency records). @default none */
+  readonly declaredJobs?: readonly DeclaredJobFact[];
+  /** Side effects the declared providers' fakes recorded during the run. @default none */
+  readonly declaredCalls?: readonly ProviderCall[];
+  /** The providers each declared job type calls (`resources.providers`), by job type. @default none */
+  readonly declaredProviders?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** One job's (or owed follow-up's) classification. */
@@ -110,6 +127,8 @@ export interface ChaosVerdict {
   readonly fences: RuleVerdict;
   readonly locks: RuleVerdict;
   readonly stock: RuleVerdict;
+  /** Every declared job's idempotency record COMPLETED (the scenario's everyDeclaredJobDone). */
+  readonly declared: RuleVerdict;
   /** Every rule holds and nothing is lost, duplicated or unexpected. */
   readonly valid: boolean;
 }
@@ -138,9 +157,18 @@ function classify(facts: ChaosFacts): { classified: Classified[]; unexpected: st
   const expectedReservations = new Set<string>();
   const classified: Classified[] = [];
   const reservation = (sku: string, orderId: string) => facts.stock.get(sku)?.reservations[orderId];
+  const declaredCalls = facts.declaredCalls ?? [];
 
   for (const job of facts.jobs) {
-    if (job.type === 'payment.capture') {
+    if (job.idempotencyKey !== undefined) {
+      const key = job.idempotencyKey;
+      const fact = facts.declaredJobs?.find((f) => f.idempotencyKey === key);
+      const judged =
+        fact === undefined
+          ? { outcome: 'lost' as const, detail: 'not read back' }
+          : judgeDeclaredJob(fact, facts.declaredProviders?.[job.type] ?? [], declaredCalls);
+      classified.push({ id: job.id, kind: job.type, ...judged });
+    } else if (job.type === 'payment.capture') {
       const key = paymentCaptureKey(job.paymentId ?? '');
       expectedCharges.add(key);
       const n = charges.get(key) ?? 0;
@@ -192,6 +220,10 @@ function classify(facts: ChaosFacts): { classified: Classified[]; unexpected: st
     if (!expectedCharges.has(key)) unexpected.push(`charge ${key} (${n}×) no job asked for`);
   for (const [key, n] of messages)
     if (!expectedMessages.has(key)) unexpected.push(`message ${key} (${n}×) no job asked for`);
+  const declaredKeys = new Set(facts.jobs.map((j) => j.idempotencyKey));
+  for (const call of declaredCalls)
+    if (!declaredKeys.has(call.idempotencyKey))
+      unexpected.push(`${call.provider} call ${call.idempotencyKey} no job asked for`);
   for (const [sku, s] of facts.stock) {
     for (const orderId of Object.keys(s.reservations)) {
       if (!expectedReservations.has(`${sku}|${orderId}`))
@@ -343,6 +375,7 @@ export function checkChaos(facts: ChaosFacts): ChaosVerdict {
   const cache = checkCache(facts);
   const fences = checkFences(facts);
   const locks = checkLockReleases(facts);
+  const declared = everyDeclaredJobDone({ declaredJobs: facts.declaredJobs ?? [] });
   return {
     classified,
     counts,
@@ -352,6 +385,7 @@ export function checkChaos(facts: ChaosFacts): ChaosVerdict {
     fences,
     locks,
     stock,
+    declared,
     valid:
       counts.lost === 0 &&
       counts.duplicated === 0 &&
@@ -359,7 +393,8 @@ export function checkChaos(facts: ChaosFacts): ChaosVerdict {
       dlq.holds &&
       cache.holds &&
       fences.holds &&
-      locks.holds,
+      locks.holds &&
+      declared.holds,
   };
 }
 
@@ -375,5 +410,6 @@ export function describeViolations(v: ChaosVerdict): string[] {
     ...v.cache.violations.map((s) => `cache: ${s}`),
     ...v.fences.violations.map((s) => `fence: ${s}`),
     ...v.locks.violations.map((s) => `lock: ${s}`),
+    ...v.declared.violations.map((s) => `declared: ${s}`),
   ];
 }

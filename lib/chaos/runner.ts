@@ -30,10 +30,18 @@ import { makeEnvelope } from '../core/envelope';
 import { skuLockResource } from '../core/inventory';
 import { paymentCaptureKey } from '../core/payment';
 import type { CacheEntry } from '../core/ports';
+import type { ResolvedJobType } from '../config';
 import { TABLE_KEYS } from '../config/tables';
 import { LocalPlatform } from '../local/platform';
 import { pollUntil } from '../local/poll';
 import { freePort } from '../local/ports';
+import {
+  declaredJobFacts,
+  declaredJobMessage,
+  declaredJobTypes,
+  declaredProviderCalls,
+  type DeclaredJobFact,
+} from '../local/scenario-declared-jobs';
 import { readDeadLetters, type DeadLetterQueue } from '../local/scenario-facts';
 import { runIncident, type IncidentQueue } from '../local/scenario-incidents';
 import type { PoisonFact } from '../local/scenario-invariants';
@@ -87,6 +95,13 @@ export interface ChaosPlatformOptions {
   readonly log: (line: string) => void;
   /** @default 'dev' */
   readonly stage?: string;
+  /** The app to run (its declaration's job types join the workload). @default the repository root */
+  readonly projectRoot?: string;
+}
+
+/** A job type the app declares beyond the reference's, as the chaos run sends and reads it. */
+export interface DeclaredChaosQueue extends IncidentQueue {
+  readonly declared: ResolvedJobType;
 }
 
 /** A platform prepared for chaos runs. */
@@ -120,6 +135,7 @@ export class ChaosPlatform {
     try {
       const platform = await LocalPlatform.start({
         stage: opts.stage,
+        projectRoot: opts.projectRoot,
         log: (line) => {
           sink.target?.platformLog.push(line);
           opts.log(line);
@@ -173,23 +189,37 @@ export class ChaosPlatform {
 
   /** The job queues, as incidents address them. */
   public queues(): { payment: IncidentQueue; notification: IncidentQueue; inventory: IncidentQueue } {
-    const q = (jobType: string, consumer: string, fifo: boolean, timeout: number): IncidentQueue => {
-      const functionName = this.fn(consumer);
-      const source = this.platform.sqsSources.find((s) => s.spec.functionName === functionName);
-      if (source === undefined) throw new Error(`no queue mapping for ${functionName}`);
-      return {
-        jobType,
-        queueUrl: source.spec.queueUrl,
-        dlqUrl: this.envOf(consumer, 'DLQ_URL'),
-        fifo,
-        functionName,
-        functionTimeoutSeconds: timeout,
-      };
-    };
     return {
-      payment: q('payment.capture', 'payment-consumer', true, 30),
-      notification: q('notification.send', 'notification-consumer', false, 20),
-      inventory: q('inventory.reserve', 'inventory-consumer', false, 30),
+      payment: this.incidentQueue('payment.capture', 'payment-consumer', true, 30),
+      notification: this.incidentQueue('notification.send', 'notification-consumer', false, 20),
+      inventory: this.incidentQueue('inventory.reserve', 'inventory-consumer', false, 30),
+    };
+  }
+
+  /** The queues of the job types the app declares beyond the reference's (with a sample payload). */
+  public declaredQueues(): DeclaredChaosQueue[] {
+    return declaredJobTypes(this.platform.config.jobTypes).map((declared) => ({
+      declared,
+      ...this.incidentQueue(
+        declared.name,
+        declared.consumer,
+        declared.queue.kind === 'fifo',
+        declared.function.timeoutSeconds,
+      ),
+    }));
+  }
+
+  private incidentQueue(jobType: string, consumer: string, fifo: boolean, timeout: number): IncidentQueue {
+    const functionName = this.fn(consumer);
+    const source = this.platform.sqsSources.find((s) => s.spec.functionName === functionName);
+    if (source === undefined) throw new Error(`no queue mapping for ${functionName}`);
+    return {
+      jobType,
+      queueUrl: source.spec.queueUrl,
+      dlqUrl: this.envOf(consumer, 'DLQ_URL'),
+      fifo,
+      functionName,
+      functionTimeoutSeconds: timeout,
     };
   }
 
@@ -344,6 +374,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
   const sqs = new SQSClient(endpoint);
   const dynamodb = new DynamoDBClient(endpoint);
   const queues = chaos.queues();
+  const declared = chaos.declaredQueues();
   const ordersTable = chaos.envOf('ingress', 'ORDERS_TABLE');
   const inventoryTable = chaos.envOf('inventory-consumer', 'INVENTORY_TABLE');
   const locksTable = chaos.envOf('inventory-consumer', 'LOCKS_TABLE');
@@ -351,7 +382,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
   try {
     // Clean slate: dead letters of earlier runs would be this run's unexpected ones.
     const deadLetterQueues: DeadLetterQueue[] = [
-      ...[queues.payment, queues.notification, queues.inventory].map((q) => ({
+      ...[queues.payment, queues.notification, queues.inventory, ...declared].map((q) => ({
         queue: q.dlqUrl.slice(q.dlqUrl.lastIndexOf('/') + 1),
         url: q.dlqUrl,
         source: q.jobType,
@@ -376,11 +407,18 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       [queues.payment.queueUrl]: PAYMENT_VISIBILITY_SECONDS,
       [queues.notification.queueUrl]: CHAOS_VISIBILITY_SECONDS,
       [queues.inventory.queueUrl]: CHAOS_VISIBILITY_SECONDS,
+      // Above the function timeout, for the payments' reason: a declared job type may run under
+      // Powertools idempotency too, and its redeliveries would meet an INPROGRESS record.
+      ...Object.fromEntries(declared.map((q) => [q.queueUrl, q.functionTimeoutSeconds + 5])),
     });
     chaos.takeLines();
+    const declaredProviders = [...new Set(declared.flatMap((q) => q.declared.resources.providers))];
     const ledgerStart = {
       payment: platform.providers.payment.ledger().length,
       messaging: platform.providers.messaging.ledger().length,
+      declared: new Map(
+        declaredProviders.map((p) => [p, declaredProviderCalls(platform.providers.declared, [p]).length]),
+      ),
     };
     const runStart = Date.now();
 
@@ -391,6 +429,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       keys: opts.keys,
       runId,
       minimum: holdBack,
+      declaredJobTypes: declared.map((q) => q.jobType),
     });
     const inventory = new DynamoDbInventoryStore(dynamodb, inventoryTable);
     for (const sku of workload.skus) await inventory.seed(sku, SEEDED_STOCK);
@@ -398,7 +437,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     // Payment jobs need their order first (POST /orders, PENDING).
     const enqueued = new Map<string, EnqueuedJob>();
     await inParallel(workload.jobs, SEND_CONCURRENCY, async (job) => {
-      enqueued.set(job.id, await prepare(apiUrl, job));
+      enqueued.set(job.id, await prepare(apiUrl, job, declared));
     });
 
     // Every copy of every job, shuffled by the seed. Jobs for the crash points (heldJobs) are held
@@ -423,7 +462,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     const sendCopy = async ({ job, copy }: { job: WorkloadJob; copy: number }): Promise<void> => {
       const e = enqueued.get(job.id);
       if (e === undefined) return;
-      await send(sqs, queues, e, copy);
+      await send(sqs, queues, declared, e, copy);
       // Reads fill the cache, so the invalidator has entries to get right.
       if (e.type === 'payment.capture' && random() < 0.5)
         await callApi(apiUrl, 'GET', `/orders/${encodeURIComponent(e.orderId)}`);
@@ -447,7 +486,12 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     const fired = await faults;
     // Held jobs no crash point took (it fired on a retry before their turn) go out now.
     for (const type of HELD_TYPES) while (held[type].length > 0) await feed(type);
-    const drained = await drain(chaos, sqs, queues, opts.drainDeadlineMs ?? 240_000);
+    const drained = await drain(
+      chaos,
+      sqs,
+      [...Object.values(queues), ...declared],
+      opts.drainDeadlineMs ?? 240_000,
+    );
     // A last read of a few orders, racing the final invalidations (C3).
     await sleep(INVALIDATION_LAG_MS);
 
@@ -467,6 +511,7 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
       runStart,
       poison,
       ledgerStart,
+      declared,
       lines: lines.functions,
     });
     Object.assign(fired, faultEvidence(lines.functions, lines.platform));
@@ -487,9 +532,18 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
   }
 }
 
-/** Creates what a job needs before it is enqueued: a payment job's order. */
-async function prepare(apiUrl: string, job: WorkloadJob): Promise<EnqueuedJob> {
+/**
+ * Creates what a job needs before it is enqueued: a payment job's order, a declared job's
+ * idempotency key (one per job, carried by every copy).
+ */
+async function prepare(
+  apiUrl: string,
+  job: WorkloadJob,
+  declared: readonly DeclaredChaosQueue[],
+): Promise<EnqueuedJob> {
   const base = { id: job.id, type: job.type, sku: job.key, quantity: job.quantity, copies: job.copies };
+  if (declared.some((q) => q.jobType === job.type))
+    return { ...base, orderId: job.orderId, idempotencyKey: `${job.id}:${job.type}` };
   if (job.type !== 'payment.capture') return { ...base, orderId: job.orderId };
   const body = {
     customerEmail: `chaos+${job.id}@example.com`,
@@ -513,12 +567,22 @@ async function prepare(apiUrl: string, job: WorkloadJob): Promise<EnqueuedJob> {
 async function send(
   sqs: SQSClient,
   queues: ReturnType<ChaosPlatform['queues']>,
+  declared: readonly DeclaredChaosQueue[],
   job: EnqueuedJob,
   copy: number,
 ): Promise<void> {
   const now = new Date();
   const correlationId = job.id;
-  if (job.type === 'payment.capture') {
+  const declaredQueue = declared.find((q) => q.jobType === job.type);
+  if (declaredQueue !== undefined) {
+    const ids = {
+      idempotencyKey: job.idempotencyKey ?? job.id,
+      correlationId,
+      deduplicationId: `${job.id}-${copy}`,
+      group: job.id,
+    };
+    await sendWithRetry(sqs, declaredJobMessage(declaredQueue.declared, declaredQueue.queueUrl, ids, now));
+  } else if (job.type === 'payment.capture') {
     const paymentId = job.paymentId ?? '';
     const envelope = makeEnvelope(
       'payment.capture',
@@ -698,6 +762,9 @@ async function injectFaults(
   if (has('provider-5xx')) {
     platform.providers.payment.set({ errorRate: plan.errorRate, errorAfterEffectRate: plan.errorRate / 2 });
     platform.providers.messaging.set({ errorRate: plan.errorRate });
+    // An app's own providers fail like the payment provider, before and after the effect.
+    for (const fake of platform.providers.declared.values())
+      fake.set({ errorRate: plan.errorRate, errorAfterEffectRate: plan.errorRate / 2 });
     fired['provider-5xx-window'] = 1;
   }
   // Payment crash points one after another, each armed with a fresh job until it fired.
@@ -718,6 +785,8 @@ async function injectFaults(
   // The windows close: Redis comes back (empty), the providers heal.
   platform.providers.payment.set({ latencyMs: 0, errorRate: 0, errorAfterEffectRate: 0 });
   platform.providers.messaging.set({ latencyMs: 0, errorRate: 0 });
+  for (const fake of platform.providers.declared.values())
+    fake.set({ errorRate: 0, errorAfterEffectRate: 0 });
   if (!chaos.redis.running) await chaos.redis.up();
   // A crash, lost ack or SDK fault that has not fired yet stays on a little longer (the
   // invalidator's crash point, for one, is past a Redis write): its run would prove nothing of it.
@@ -748,7 +817,7 @@ async function injectFaults(
 async function drain(
   chaos: ChaosPlatform,
   sqs: SQSClient,
-  queues: ReturnType<ChaosPlatform['queues']>,
+  queues: readonly IncidentQueue[],
   deadlineMs: number,
 ): Promise<boolean> {
   const deadline = Date.now() + deadlineMs;
@@ -757,7 +826,7 @@ async function drain(
   while (Date.now() < deadline) {
     await sleep(SAMPLE_MS);
     let empty = true;
-    for (const q of [queues.payment, queues.notification, queues.inventory]) {
+    for (const q of queues) {
       const { Attributes: a = {} } = await sqs.send(
         new GetQueueAttributesCommand({
           QueueUrl: q.queueUrl,
@@ -794,7 +863,13 @@ interface FactInputs {
   readonly deadLetterQueues: readonly DeadLetterQueue[];
   readonly runStart: number;
   readonly poison: readonly PoisonFact[];
-  readonly ledgerStart: { readonly payment: number; readonly messaging: number };
+  readonly ledgerStart: {
+    readonly payment: number;
+    readonly messaging: number;
+    /** By declared provider name. */
+    readonly declared: ReadonlyMap<string, number>;
+  };
+  readonly declared: readonly DeclaredChaosQueue[];
   readonly lines: readonly { fn: string; line: string }[];
 }
 
@@ -869,8 +944,24 @@ async function readFacts(i: FactInputs): Promise<ChaosFacts> {
       // Not a log line of ours.
     }
   }
+  const declaredJobs: DeclaredJobFact[] = [];
+  for (const q of i.declared) {
+    const sent = i.jobs
+      .filter((j) => j.type === q.jobType)
+      .map((j) => ({ jobType: j.type, idempotencyKey: j.idempotencyKey ?? j.id, correlationId: j.id }));
+    // A job type that is not idempotent has no table to read (declaredJobFacts reads none for it).
+    const table = platform.deployment.functions.get(q.functionName)?.environment.IDEMPOTENCY_TABLE ?? '';
+    declaredJobs.push(...(await declaredJobFacts(i.dynamodb, table, [q.declared], sent)));
+  }
   return {
     jobs: i.jobs,
+    declaredJobs,
+    declaredCalls: declaredProviderCalls(
+      platform.providers.declared,
+      [...i.ledgerStart.declared.keys()],
+      i.ledgerStart.declared,
+    ),
+    declaredProviders: Object.fromEntries(i.declared.map((q) => [q.jobType, q.declared.resources.providers])),
     charges: platform.providers.payment.ledger().slice(i.ledgerStart.payment),
     messages: platform.providers.messaging.ledger().slice(i.ledgerStart.messaging),
     orders,

@@ -1,7 +1,8 @@
 /**
- * The chaos suite's workload: N jobs over K keys (SKUs), of all three job types, each enqueued 1
- * to 3 times, plus the poison messages the run injects. Deterministic per seed, so a failing seed
- * replays the same jobs.
+ * The chaos suite's workload: N jobs over K keys (SKUs), of the reference's three job types and
+ * every job type the app declares beyond them with a `samplePayload`, each enqueued 1 to 3 times,
+ * plus the poison messages the run injects. Deterministic per seed, so a failing seed replays the
+ * same jobs.
  */
 
 /** Job types of the reference pipeline, as the workload uses them. */
@@ -13,7 +14,8 @@ export type ChaosJobType = (typeof CHAOS_JOB_TYPES)[number];
 export interface WorkloadJob {
   /** Unique within the run, e.g. `c1a2-j7`. */
   readonly id: string;
-  readonly type: ChaosJobType;
+  /** One of CHAOS_JOB_TYPES, or a declared job type (WorkloadOptions.declaredJobTypes). */
+  readonly type: string;
   /** The SKU the job touches (the key its lock or order line is on). */
   readonly key: string;
   /** The order the job is about: the order paid, notified or reserved for. */
@@ -42,6 +44,11 @@ export interface WorkloadOptions {
   /** Share of payment jobs; the rest split evenly. @default 0.4 */
   readonly paymentShare?: number;
   /**
+   * Job types the app declares beyond the reference's (with a `samplePayload`): each gets an even
+   * part of the non-payment share beside notifications and reservations. @default none
+   */
+  readonly declaredJobTypes?: readonly string[];
+  /**
    * At least this many jobs of a type (while other jobs can be turned into it): the chaos runner
    * holds some back to send once a crash point is armed. @default none
    */
@@ -65,15 +72,20 @@ export function makeWorkload(opts: WorkloadOptions): Workload {
   const random = seededRandom(opts.seed);
   const skus = Array.from({ length: Math.max(1, opts.keys) }, (_, i) => `sku-${opts.runId}-${i}`);
   const paymentShare = opts.paymentShare ?? 0.4;
+  // Without declared job types the bounds are the reference's own: payment, then two halves.
+  const others = ['notification.send', 'inventory.reserve', ...(opts.declaredJobTypes ?? [])];
+  const typeOf = (r: number): string => {
+    if (r < paymentShare) return 'payment.capture';
+    let bound = paymentShare;
+    for (const type of others) {
+      bound += (1 - paymentShare) / others.length;
+      if (r < bound) return type;
+    }
+    return others[others.length - 1] ?? 'inventory.reserve';
+  };
   const jobs: WorkloadJob[] = [];
   for (let i = 0; i < opts.jobs; i += 1) {
-    const r = random();
-    const type: ChaosJobType =
-      r < paymentShare
-        ? 'payment.capture'
-        : r < paymentShare + (1 - paymentShare) / 2
-          ? 'notification.send'
-          : 'inventory.reserve';
+    const type = typeOf(random());
     const copiesDraw = random();
     jobs.push({
       id: `${opts.runId}-j${i}`,
@@ -87,8 +99,8 @@ export function makeWorkload(opts: WorkloadOptions): Workload {
   }
   // Too few of a type drawn: the last jobs of a type with some to spare change type (still
   // deterministic per seed).
-  const minimum = (type: ChaosJobType): number => opts.minimum?.[type] ?? 0;
-  const count = (type: ChaosJobType): number => jobs.filter((j) => j.type === type).length;
+  const minimum = (type: string): number => opts.minimum?.[type as ChaosJobType] ?? 0;
+  const count = (type: string): number => jobs.filter((j) => j.type === type).length;
   for (const type of CHAOS_JOB_TYPES) {
     for (let i = jobs.length - 1; i >= 0 && count(type) < minimum(type); i -= 1) {
       const job = jobs[i];

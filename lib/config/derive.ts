@@ -2,7 +2,7 @@
  * Values computed from the declaration. They are never typed by hand, so they cannot drift
  * from what they are derived from.
  */
-import { AWS_LIMITS, type JobType, type Stage, type StreamConsumer } from './schema';
+import { AWS_LIMITS, type JobType, type Stage, type StreamConsumer, type Table } from './schema';
 
 /** AWS guidance: visibility timeout ≥ 6 × function timeout, plus the batching window (D2). */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
@@ -36,6 +36,8 @@ export interface ResolvedJobType extends JobType {
   readonly worstCaseSecondsToDlq: number;
   readonly pauseFlagName: string;
   readonly alarms: DerivedAlarmSettings;
+  /** What the consumer depends on, for fact sheets: its providers and tables, then the declared extras. */
+  readonly dependsOn: readonly string[];
 }
 
 /** A stream consumer with its derived values. */
@@ -43,6 +45,14 @@ export interface ResolvedStreamConsumer extends StreamConsumer {
   readonly pauseFlagName: string;
   readonly onFailureQueueName: string;
   readonly alarms: DerivedAlarmSettings;
+  /** What the consumer depends on, for fact sheets: its stream, tables, queues and the cache. */
+  readonly dependsOn: readonly string[];
+}
+
+/** A table with its physical name. */
+export interface ResolvedTable extends Table {
+  /** `tenang-<stage>-<name>`. */
+  readonly tableName: string;
 }
 
 /** `payment.capture` → `payment-capture`. */
@@ -125,6 +135,11 @@ export function resolveJobType(stage: Stage, job: JobType): ResolvedJobType {
     worstCaseSecondsToDlq: deriveWorstCaseSecondsToDlq(job),
     pauseFlagName: pauseFlagName(stage.name, job.consumer),
     alarms: deriveAlarmSettings(job.latencyObjectiveSeconds, job.criticality),
+    dependsOn: [
+      ...job.resources.providers.map((p) => `${p}-provider`),
+      ...Object.keys(job.resources.tables).map((t) => `${t}-table`),
+      ...job.dependencies,
+    ],
   };
 }
 
@@ -135,12 +150,33 @@ export function resolveStreamConsumer(stage: Stage, sc: StreamConsumer): Resolve
     pauseFlagName: pauseFlagName(stage.name, sc.consumer),
     onFailureQueueName: `tenang-${stage.name}-${sc.consumer}-failures`,
     alarms: deriveAlarmSettings(sc.latencyObjectiveSeconds, 'critical'),
+    dependsOn: [
+      `${sc.table}-table stream`,
+      ...Object.keys(sc.resources.tables).map((t) => `${t}-table`),
+      ...sc.resources.queues.map((q) => `${q} queue`),
+      ...(sc.resources.cache ? ['cache'] : []),
+    ],
   };
+}
+
+/** A table's physical name: `tenang-<stage>-<name>`. */
+export function resolveTable(stage: Stage, table: Table): ResolvedTable {
+  return { ...table, tableName: `tenang-${stage.name}-${table.name}` };
+}
+
+/** `notification.send` → `NOTIFICATION_SEND`, `dead-letters` → `DEAD_LETTERS`. */
+function variableStem(name: string): string {
+  return name.toUpperCase().replace(/[.-]/g, '_');
 }
 
 /** The variable holding a table's name in a consumer's environment: `orders` → `ORDERS_TABLE`. */
 export function tableVariable(table: string): string {
-  return `${table.toUpperCase()}_TABLE`;
+  return `${variableStem(table)}_TABLE`;
+}
+
+/** The variable holding a job type's queue URL: `notification.send` → `NOTIFICATION_SEND_QUEUE_URL`. */
+export function queueUrlVariable(jobTypeName: string): string {
+  return `${variableStem(jobTypeName)}_QUEUE_URL`;
 }
 
 /** The variable holding a provider's URL: `payment` → `PAYMENT_PROVIDER_URL`. */

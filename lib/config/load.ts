@@ -8,10 +8,12 @@ import {
   JobTypeSchema,
   StageSchema,
   StreamConsumerSchema,
+  TableSchema,
   type JobType,
   type PipelineInput,
   type Stage,
   type StreamConsumer,
+  type Table,
 } from './schema';
 import {
   DLQ_RETENTION_SECONDS,
@@ -20,10 +22,13 @@ import {
   deriveWorstCaseSecondsToDlq,
   resolveJobType,
   resolveStreamConsumer,
+  resolveTable,
   type ResolvedJobType,
   type ResolvedStreamConsumer,
+  type ResolvedTable,
 } from './derive';
 import { PipelineConfigError } from './errors';
+import { IDEMPOTENCY_TABLE } from './tables';
 
 /** The validated pipeline with every derived value computed. */
 export interface PipelineConfig {
@@ -31,6 +36,8 @@ export interface PipelineConfig {
   readonly declaration: PipelineInput;
   readonly stage: Stage;
   readonly degradeFlagName: string;
+  /** tenang's idempotency table first, then the app's declared tables. */
+  readonly tables: readonly ResolvedTable[];
   readonly jobTypes: readonly ResolvedJobType[];
   readonly streamConsumers: readonly ResolvedStreamConsumer[];
 }
@@ -111,13 +118,15 @@ function checkJobType(at: string, job: JobType): string[] {
       );
     }
   }
-  if (job.entry !== undefined && job.idempotent) {
-    // defineJob's runner keeps a Powertools record per job on the idempotency table.
-    const granted = job.resources.tables.idempotency ?? [];
+  const granted = job.resources.tables[IDEMPOTENCY_TABLE.name];
+  if (granted !== undefined) {
+    // A job that keeps Powertools records (defineJob's 'record' or a custom persistence layer)
+    // claims, completes and gives back; a job idempotent by its own means (a dedup claim, a lease
+    // and fence) declares no idempotency table, and the runner refuses 'record' mode without one.
     const missing = IDEMPOTENCY_ACTIONS.filter((a) => !granted.includes(a));
     if (missing.length > 0) {
       problems.push(
-        `${at}.resources.tables.idempotency: an idempotent job type run by defineJob needs ${IDEMPOTENCY_ACTIONS.join(', ')} on the idempotency table (missing: ${missing.join(', ')})`,
+        `${at}.resources.tables.idempotency: a job type that keeps idempotency records needs ${IDEMPOTENCY_ACTIONS.join(', ')} on the idempotency table (missing: ${missing.join(', ')})`,
       );
     }
   }
@@ -141,6 +150,48 @@ function duplicates(values: readonly string[]): string[] {
   return [...new Set(values.filter((v, i) => values.indexOf(v) !== i))];
 }
 
+/** Every table named in `granted` must be one that exists (declared, or tenang's idempotency table). */
+function checkTableGrants(
+  at: string,
+  granted: Readonly<Record<string, unknown>>,
+  known: readonly string[],
+): string[] {
+  return Object.keys(granted)
+    .filter((t) => !known.includes(t))
+    .map((t) => `${at}.resources.tables: "${t}" is not a declared table (known: ${known.join(', ')})`);
+}
+
+/** Cross-references of a stream consumer: its source table streams, its tables and job types exist. */
+function checkStreamReferences(
+  at: string,
+  sc: StreamConsumer,
+  tables: readonly Table[],
+  jobTypeNames: readonly string[],
+): string[] {
+  const problems: string[] = [];
+  const source = tables.find((t) => t.name === sc.table);
+  if (source === undefined) {
+    problems.push(
+      `${at}.table: "${sc.table}" is not a declared table (declared: ${tables.map((t) => t.name).join(', ') || 'none'})`,
+    );
+  } else if (source.stream === undefined) {
+    problems.push(`${at}.table: the table "${sc.table}" declares no stream`);
+  }
+  problems.push(
+    ...checkTableGrants(
+      at,
+      sc.resources.tables,
+      tables.map((t) => t.name),
+    ),
+  );
+  for (const name of sc.resources.queues.filter((q) => !jobTypeNames.includes(q))) {
+    problems.push(
+      `${at}.resources.queues: "${name}" is not a declared job type (known: ${jobTypeNames.join(', ') || 'none'})`,
+    );
+  }
+  return problems;
+}
+
 /**
  * Validates a pipeline declaration and computes its derived values.
  * @throws PipelineConfigError listing every problem found.
@@ -150,6 +201,27 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
 
   const stageResult = StageSchema.safeParse(input.stage);
   if (!stageResult.success) problems.push(...formatIssues('stage', stageResult.error));
+
+  // tenang's idempotency table is always there; an app declares only its own.
+  const tables: Table[] = [TableSchema.parse(IDEMPOTENCY_TABLE)];
+  (input.tables ?? []).forEach((raw, index) => {
+    const parsed = TableSchema.safeParse(raw);
+    if (!parsed.success) {
+      problems.push(...formatIssues(`tables[${index}]`, parsed.error));
+      return;
+    }
+    if (parsed.data.name === IDEMPOTENCY_TABLE.name) {
+      problems.push(
+        `tables[${index}].name: "${IDEMPOTENCY_TABLE.name}" is tenang's own table (Powertools layout), created for every pipeline; do not declare it`,
+      );
+      return;
+    }
+    tables.push(parsed.data);
+  });
+  for (const name of duplicates(tables.map((t) => t.name))) {
+    problems.push(`tables: table "${name}" is declared more than once`);
+  }
+  const tableNames = tables.map((t) => t.name);
 
   const jobTypes: JobType[] = [];
   if (input.jobTypes.length === 0) problems.push('jobTypes: declare at least one job type');
@@ -161,6 +233,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
       return;
     }
     problems.push(...checkJobType(at, parsed.data));
+    problems.push(...checkTableGrants(at, parsed.data.resources.tables, tableNames));
     jobTypes.push(parsed.data);
   });
 
@@ -173,6 +246,15 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
       return;
     }
     problems.push(...checkStreamConsumer(at, parsed.data));
+    // The job types are parsed by now: a stream consumer may send to any of them.
+    problems.push(
+      ...checkStreamReferences(
+        at,
+        parsed.data,
+        tables,
+        jobTypes.map((j) => j.name),
+      ),
+    );
     streamConsumers.push(parsed.data);
   });
 
@@ -210,6 +292,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
     declaration: input,
     stage,
     degradeFlagName: degradeFlagName(stage.name),
+    tables: tables.map((t) => resolveTable(stage, t)),
     jobTypes: jobTypes.map((j) => resolveJobType(stage, j)),
     streamConsumers: streamConsumers.map((s) => resolveStreamConsumer(stage, s)),
   };

@@ -53,16 +53,56 @@ const FunctionSchema = z.object({
   memoryMb: intIn(AWS_LIMITS.lambdaMemoryMb.min, AWS_LIMITS.lambdaMemoryMb.max),
 });
 
-/** The tables of the pipeline (lib/infra/tables.ts); a job type names the ones it uses. */
-export const TableName = z.enum(['orders', 'idempotency', 'locks', 'dedup', 'inventory']);
+/**
+ * A table's name as the declaration writes it: kebab-case, part of its physical name
+ * `tenang-<stage>-<name>` and of its variable `<NAME>_TABLE` (`-` becomes `_`).
+ */
+export const TableName = kebabName('must be kebab-case, e.g. orders');
 export type TableName = z.infer<typeof TableName>;
+
+/** What a table's stream carries (DynamoDB's StreamViewType). */
+export const StreamViewType = z.enum(['KEYS_ONLY', 'NEW_IMAGE', 'OLD_IMAGE', 'NEW_AND_OLD_IMAGES']);
+export type StreamViewType = z.infer<typeof StreamViewType>;
+
+/** A DynamoDB attribute name (1 to 255 characters). */
+const attributeName = (): z.ZodMiniString<string> => z.string().check(z.minLength(1), z.maxLength(255));
+
+/**
+ * A table the app declares. The stack gives every table tenang's defaults (on-demand,
+ * encrypted, point-in-time recovery, kept on delete except when its own create fails) and the
+ * physical name `tenang-<stage>-<name>`; keys are strings.
+ */
+export const TableSchema = z.object({
+  name: TableName,
+  /** The partition key attribute (a string). */
+  partitionKey: attributeName(),
+  /** The sort key attribute (a string). @default - none */
+  sortKey: z.optional(attributeName()),
+  /** The TTL attribute (epoch seconds). @default - no TTL */
+  ttl: z.optional(attributeName()),
+  /** The stream's view type; a stream consumer's source table needs one. @default - no stream */
+  stream: z.optional(StreamViewType),
+});
+export type TableInput = z.input<typeof TableSchema>;
+export type Table = z.output<typeof TableSchema>;
 
 /** DynamoDB item actions a consumer may be granted on a table (never the whole dynamodb:*). */
 export const TableAction = z.enum(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']);
 export type TableAction = z.infer<typeof TableAction>;
 
+/** Tables (declared, or tenang's idempotency table) and the item actions a consumer calls on each. */
+const TableGrantsSchema = z.record(TableName, z.array(TableAction).check(z.minLength(1)));
+
 const providerName = (): z.ZodMiniString<string> =>
   z.string().check(z.regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits, e.g. payment'));
+
+/** A job type's name as it appears in the envelope, e.g. `payment.capture`. */
+const jobTypeName = (): z.ZodMiniString<string> =>
+  z.string().check(z.regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture'));
+
+/** A handler module, relative to the app's directory, exporting `handler`. */
+const entryPath = (): z.ZodMiniString<string> =>
+  z.string().check(z.regex(/^[^/].*\.[cm]?[jt]s$/, 'must be a relative path to a .ts or .js file'));
 
 /**
  * What a job type's consumer uses. The stack derives everything from it: each table's
@@ -71,7 +111,7 @@ const providerName = (): z.ZodMiniString<string> =>
  */
 export const JobResourcesSchema = z.object({
   /** Tables and the item actions the consumer calls on each. @default {} */
-  tables: z._default(z.partialRecord(TableName, z.array(TableAction).check(z.minLength(1))), {}),
+  tables: z._default(TableGrantsSchema, {}),
   /** HTTP providers it calls, by the name the stage's `providers` gives their URL. @default [] */
   providers: z._default(z.array(providerName()), []),
 });
@@ -79,9 +119,7 @@ export type JobResources = z.output<typeof JobResourcesSchema>;
 
 export const JobTypeSchema = z.object({
   /** Job type name as it appears in the envelope, e.g. `payment.capture`. */
-  name: z
-    .string()
-    .check(z.regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture')),
+  name: jobTypeName(),
   /** The consumer function's logical name; the pause flag and the ESM are keyed on it. */
   consumer: kebabName('must be kebab-case'),
   queue: z.object({
@@ -116,7 +154,11 @@ export const JobTypeSchema = z.object({
    */
   usefulAgeSeconds: z.optional(intIn(60, AWS_LIMITS.sqsRetentionSeconds.max)),
   owner: nonEmpty(),
-  dependencies: z.array(nonEmpty()),
+  /**
+   * What the consumer depends on beyond its `resources` (whose tables and providers the fact
+   * sheets list by themselves), e.g. `ses`. @default []
+   */
+  dependencies: z._default(z.array(nonEmpty()), []),
   idempotent: z.boolean(),
   /** What pausing this consumer costs the business, in words an on-call engineer can act on. */
   pauseCost: nonEmpty(),
@@ -130,9 +172,7 @@ export const JobTypeSchema = z.object({
    * The consumer's handler module, relative to the app's directory (e.g. `jobs/invoice-issue.ts`,
    * exporting `handler`). @default the package's lambdas/<consumer>/index.ts (the reference's)
    */
-  entry: z.optional(
-    z.string().check(z.regex(/^[^/].*\.[cm]?[jt]s$/, 'must be a relative path to a .ts or .js file')),
-  ),
+  entry: z.optional(entryPath()),
   /**
    * A valid payload, for the local platform's traffic and the chaos workload of a job type they
    * know nothing else about. @default none: such a job type gets no generated traffic
@@ -142,9 +182,35 @@ export const JobTypeSchema = z.object({
 export type JobTypeInput = z.input<typeof JobTypeSchema>;
 export type JobType = z.output<typeof JobTypeSchema>;
 
-/** A DynamoDB stream consumer (cache invalidator, outbox relay). */
+/**
+ * What a stream consumer uses: the stack sets `<NAME>_TABLE` and grants exactly the listed
+ * actions per table, sets `<JOB_TYPE>_QUEUE_URL` and grants SendMessage per job type it sends
+ * to, and for the cache the connection variables, the cache's VPC and its connect grant.
+ */
+export const StreamResourcesSchema = z.object({
+  /** Tables and the item actions the consumer calls on each. @default {} */
+  tables: z._default(TableGrantsSchema, {}),
+  /** Job types whose queue it sends to. @default [] */
+  queues: z._default(z.array(jobTypeName()), []),
+  /** Whether it uses the cache (it then runs in the cache's VPC). @default false */
+  cache: z._default(z.boolean(), false),
+  /** Whether it reads the stage's degrade flag (`DEGRADE_FLAG`). @default false */
+  degradeFlag: z._default(z.boolean(), false),
+});
+export type StreamResources = z.output<typeof StreamResourcesSchema>;
+
+/** A DynamoDB stream consumer (in the reference: the cache invalidator and the outbox relay). */
 export const StreamConsumerSchema = z.object({
   consumer: kebabName('must be kebab-case'),
+  /** The declared table whose stream it consumes (the table must declare a stream). */
+  table: TableName,
+  /**
+   * The handler module, relative to the app's directory.
+   * @default the package's lambdas/<consumer>/index.ts (the reference's)
+   */
+  entry: z.optional(entryPath()),
+  /** What it uses (grants, variables, VPC placement). @default none */
+  resources: z._default(StreamResourcesSchema, { tables: {}, queues: [], cache: false, degradeFlag: false }),
   function: FunctionSchema,
   batchSize: intIn(AWS_LIMITS.streamBatchSize.min, AWS_LIMITS.streamBatchSize.max),
   retryAttempts: intIn(AWS_LIMITS.streamRetryAttempts.min, AWS_LIMITS.streamRetryAttempts.max),
@@ -204,6 +270,8 @@ export type Stage = z.output<typeof StageSchema>;
 /** The whole declaration as written by a human. */
 export interface PipelineInput {
   readonly stage: StageInput;
+  /** The app's tables; tenang adds its own idempotency table. @default [] */
+  readonly tables?: readonly TableInput[];
   readonly jobTypes: readonly JobTypeInput[];
   readonly streamConsumers: readonly StreamConsumerInput[];
 }

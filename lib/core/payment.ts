@@ -122,7 +122,7 @@ const CAPTURE_FROM: OrderState = 'PENDING';
 const PAID_ALREADY: readonly OrderState[] = ['PAID', ...statesOnlyAfter(CAPTURE_FROM, 'PAID')];
 
 /** The guard of `job`: its order is PENDING and asks for exactly the job's amount and currency. */
-export function captureGuard(job: JobEnvelope<'payment.capture'>): CaptureGuard {
+export function captureGuard(job: Pick<JobEnvelope<'payment.capture'>, 'payload'>): CaptureGuard {
   const { orderId, amountMinor, currency } = job.payload;
   return { orderId, state: CAPTURE_FROM, amountMinor, currency };
 }
@@ -177,7 +177,7 @@ export function explainFailedGuard(
  * @throws the provider's errors.
  */
 export async function capturePayment(
-  job: JobEnvelope<'payment.capture'>,
+  job: Pick<JobEnvelope<'payment.capture'>, 'payload' | 'correlationId'>,
   ports: PaymentPorts,
 ): Promise<CaptureResult> {
   const { orderId, paymentId, amountMinor, currency } = job.payload;

@@ -1,25 +1,24 @@
 /**
  * Backlog (runbooks/backlog.md): a consumer paused for maintenance while orders keep coming; its
  * queue grows and its oldest message ages. The runbook reads the status, resumes, and watches the
- * queue drain with every job done once.
+ * queue drain with every job done once. Any job type: the notification consumer by default,
+ * `--job-type` a declared one (drill-jobs.ts).
  */
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import {
-  consumerStatus,
-  jobTarget,
-  ledgerEntriesFor,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  queueDepth,
-  untilNotifiedAndDrained,
-} from './support';
+import { drillJobs, orderNotifications } from './drill-jobs';
+import { consumerStatus, queueDepth } from './support';
+
+/** Jobs queued behind the paused consumer. */
+const BACKLOG_JOBS = 4;
+
+const info = drillInfo('backlog');
 
 export const backlog: Drill = {
-  ...drillInfo('backlog'),
+  ...info,
   async run(ctx) {
-    const notifications = jobTarget(ctx, 'notification.send');
+    const jobs = drillJobs(ctx, info, orderNotifications);
+    const notifications = jobs.target;
     const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
     const paused = await ctx.tenang([
       'pause',
@@ -29,32 +28,26 @@ export const backlog: Drill = {
       '--for',
       '1h',
     ]);
-    const orders = await placePaidOrders(ctx, 4);
+    await jobs.send(BACKLOG_JOBS);
     const backlogDepth = await ctx.until(async () => {
       const d = await queueDepth(ctx.sqs, notifications.queueUrl);
-      return d.visible >= orders.length ? d.visible : undefined;
+      return d.visible >= BACKLOG_JOBS ? d.visible : undefined;
     }, 'the backlog to build up behind the paused consumer');
     const during = await consumerStatus(ctx, notifications.consumer);
-    const notifiedWhilePaused = orders.filter(
-      (o) => ledgerEntriesFor(ctx, 'messaging', o.orderId) > 0,
-    ).length;
+    const doneWhilePaused = await jobs.done();
 
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
-    await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
+    await jobs.untilDone();
     const after = await consumerStatus(ctx, notifications.consumer);
     const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
       ctx.check(
         'backlog visible in status',
-        during.paused && (during.depth ?? 0) >= orders.length,
+        during.paused && (during.depth ?? 0) >= BACKLOG_JOBS,
         `status while paused: paused=${during.paused}, depth ${during.depth ?? '-'} (queue held ${backlogDepth})`,
       ),
-      ctx.check(
-        'nothing done while paused',
-        notifiedWhilePaused === 0,
-        `${notifiedWhilePaused} notified while paused`,
-      ),
+      ctx.check('nothing done while paused', doneWhilePaused === 0, `${doneWhilePaused} done while paused`),
       ctx.check('resume accepted', resumed.code === 0, `tenang resume exited ${resumed.code}`),
       ctx.check(
         'drained after resume',
@@ -66,14 +59,7 @@ export const backlog: Drill = {
         dlq.visible + dlq.inFlight === dlqBefore.visible + dlqBefore.inFlight,
         `DLQ held ${dlqBefore.visible + dlqBefore.inFlight} before the drill, ${dlq.visible + dlq.inFlight} after`,
       ),
-      ...oncePerOrderChecks(
-        ctx,
-        orders,
-        await orderStates(
-          ctx,
-          orders.map((o) => o.orderId),
-        ),
-      ),
+      ...(await jobs.checks()),
     ];
   },
 };

@@ -18,8 +18,12 @@ import type { RunDrillOptions } from './drill';
 const DrillOptionsSchema = z.object({
   list: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
+  jobType: z.optional(z.string().check(z.minLength(1))),
   stage: z.string(),
 });
+
+/** Drills whose incident holds for any job type: they take `--job-type`. */
+const ANY_JOB_TYPE: readonly string[] = DRILL_CATALOG.filter((d) => 'jobType' in d).map((d) => d.name);
 
 /**
  * The `drill` command, running its steps through `cli`: bin/tenang.ts hands in its own runCaptured
@@ -36,6 +40,10 @@ export const drillCommand =
       .argument('[name]', 'a drill name, or "all" (see --list)')
       .option('--list', 'list the drills and the runbooks they execute')
       .option('--json', 'print the results as JSON')
+      .option(
+        '--job-type <type>',
+        `play the incident on this job type (one the pipeline declares with a samplePayload); drills that take one: ${ANY_JOB_TYPE.join(', ')}`,
+      )
       .addHelpText(
         'after',
         `
@@ -46,6 +54,7 @@ machinery), so it needs python3 with moto and redis-server, never an AWS account
 Examples:
   $ tenang drill --list
   $ tenang drill retry-storm
+  $ tenang drill dlq-not-empty --job-type invoice.issue
   $ tenang drill all --json > drills.json`,
       )
       .action(async (name: string | undefined, _opts: unknown, cmd: Command) => {
@@ -73,12 +82,22 @@ Examples:
           throw new UsageError(
             `no drill named ${unknown.join(', ')}; choose from: ${DRILL_CATALOG.map((d) => d.name).join(', ')}, all`,
           );
+        const fixed = names.filter((n) => !ANY_JOB_TYPE.includes(n));
+        if (opts.jobType !== undefined && fixed.length > 0)
+          throw new UsageError(
+            `--job-type: ${fixed.join(', ')} ${fixed.length === 1 ? 'is' : 'are'} about a reference job type; drills that take one: ${ANY_JOB_TYPE.join(', ')}`,
+          );
         // The platform and the drills load only when a drill runs.
         const [{ runDrillsLocally }, { renderDrillResult }] = await Promise.all([
           import('./run-locally'),
           import('./drill'),
         ]);
-        const results = await runDrillsLocally(names, { stage: opts.stage, progress: ctx.err, cli });
+        const results = await runDrillsLocally(names, {
+          stage: opts.stage,
+          progress: ctx.err,
+          cli,
+          jobType: opts.jobType,
+        });
         ctx.out(
           opts.json === true ? JSON.stringify(results, null, 2) : results.map(renderDrillResult).join('\n\n'),
         );

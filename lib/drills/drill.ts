@@ -47,6 +47,8 @@ export interface DrillContext {
   ) => Promise<ApiAnswer>;
   /** A unique id part for this run. */
   readonly runId: string;
+  /** The job type `--job-type` named (drills with a catalog `jobType` only). @default the drill's own */
+  readonly jobType: string | undefined;
   readonly log: (line: string) => void;
   /** Polls `probe` until it returns a value, or fails naming `what` after `deadlineMs`. */
   until<T>(probe: () => Promise<T | undefined>, what: string, deadlineMs?: number): Promise<T>;
@@ -84,6 +86,8 @@ export interface RunDrillOptions {
   readonly log?: (line: string) => void;
   /** @default a random id */
   readonly runId?: string;
+  /** `--job-type`: the job type a drill that takes any plays its incident on. @default the drill's own */
+  readonly jobType?: string;
 }
 
 /** Polls `probe` every 250 ms until it returns a value; throws naming `what` after the deadline. */
@@ -131,6 +135,7 @@ export async function withDrillContext<T>(
     sqs,
     dynamodb,
     runId: opts.runId ?? `${actor}-${Date.now().toString(36)}`,
+    jobType: opts.jobType,
     log,
     async tenang(argv) {
       log(`$ tenang ${argv.join(' ')}`);

@@ -2,23 +2,21 @@
  * Pause overdue (runbooks/pause-overdue.md): a consumer paused "for a few seconds" is still
  * paused after its pause expired. An expired pause never resumes by itself (the cause may still be
  * there): it alarms, and the runbook resumes it once the cause is gone, or extends it with a reason.
+ * Any job type: the notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import {
-  consumerStatus,
-  jobTarget,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  untilNotifiedAndDrained,
-} from './support';
+import { drillJobs, orderNotifications } from './drill-jobs';
+import { consumerStatus } from './support';
+
+const info = drillInfo('pause-overdue');
 
 export const pauseOverdue: Drill = {
-  ...drillInfo('pause-overdue'),
+  ...info,
   async run(ctx) {
-    const notifications = jobTarget(ctx, 'notification.send');
+    const jobs = drillJobs(ctx, info, orderNotifications);
+    const notifications = jobs.target;
     const paused = await ctx.tenang([
       'pause',
       notifications.consumer,
@@ -27,7 +25,7 @@ export const pauseOverdue: Drill = {
       '--for',
       '5s',
     ]);
-    const orders = await placePaidOrders(ctx, 2);
+    await jobs.send(2);
     await sleep(7_000);
     const overdue = await consumerStatus(ctx, notifications.consumer);
     // Extending is the other way out; the drill extends once, then resumes.
@@ -41,7 +39,7 @@ export const pauseOverdue: Drill = {
     ]);
     const afterExtend = await consumerStatus(ctx, notifications.consumer);
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
-    await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
+    await jobs.untilDone();
     const after = await consumerStatus(ctx, notifications.consumer);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
@@ -60,14 +58,7 @@ export const pauseOverdue: Drill = {
         resumed.code === 0 && !after.paused && after.mappingState === 'Enabled',
         `resume exited ${resumed.code}; paused=${after.paused}, mapping ${after.mappingState}`,
       ),
-      ...oncePerOrderChecks(
-        ctx,
-        orders,
-        await orderStates(
-          ctx,
-          orders.map((o) => o.orderId),
-        ),
-      ),
+      ...(await jobs.checks()),
     ];
   },
 };

@@ -18,6 +18,8 @@ export async function runDrillsLocally(
     readonly progress: (line: string) => void;
     /** The CLI the drills' steps run through (bin/tenang.ts's runCaptured). */
     readonly cli: RunDrillOptions['cli'];
+    /** `--job-type`. @default each drill's own */
+    readonly jobType?: string;
   },
 ): Promise<DrillResult[]> {
   const savedEndpoint = process.env.AWS_ENDPOINT_URL;
@@ -43,6 +45,7 @@ export async function runDrillsLocally(
           platform,
           cli: opts.cli,
           stage: opts.stage,
+          jobType: opts.jobType,
           log: (l) => opts.progress(`  ${l}`),
         }),
       );

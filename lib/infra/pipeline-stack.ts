@@ -1,8 +1,9 @@
 /** The deployable pipeline, driven entirely by the pipeline config. */
-import { grantItems, grantParameterRead, grantSend } from './grants';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { Stack, type StackProps } from 'aws-cdk-lib';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
   encodePipeline,
@@ -11,16 +12,15 @@ import {
   PIPELINE_METADATA_KEY,
   type PipelineConfig,
   providerVariable,
+  queueUrlVariable,
   tableVariable,
   type PipelineInput,
-  type ResolvedJobType,
-  type ResolvedStreamConsumer,
   type TableAction,
-  type TableName,
 } from '../config';
 import { Cache } from './cache';
+import { constructIdOf } from './construct-id';
 import { ControlFlags, type ControlledConsumer } from './control-flags';
-import { Ingress } from './ingress';
+import { grantItems, grantParameterRead, grantSend } from './grants';
 import { Observability } from './observability';
 import { StreamConsumer } from './stream-consumer';
 import { Tables } from './tables';
@@ -40,51 +40,59 @@ export function lambdaEntry(name: string): string {
   return candidates.find((c) => fs.existsSync(c)) ?? (candidates[0] as string);
 }
 
-/** `payment.capture` → `PaymentCapture`: a job type's construct id (and so its logical ids). */
-export function constructIdOf(jobTypeName: string): string {
-  return jobTypeName
-    .split(/[.-]/)
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join('');
-}
+export { constructIdOf };
 
-/** The handler module of a job type: its declared `entry`, or the package's lambdas/<consumer>. */
-export function jobEntry(jobType: ResolvedJobType, appDir: string = process.cwd()): string {
-  return jobType.entry === undefined ? lambdaEntry(jobType.consumer) : path.resolve(appDir, jobType.entry);
+/** The handler module of a consumer: its declared `entry`, or the package's lambdas/<consumer>. */
+export function jobEntry(
+  declared: { readonly consumer: string; readonly entry?: string | undefined },
+  appDir: string = process.cwd(),
+): string {
+  return declared.entry === undefined ? lambdaEntry(declared.consumer) : path.resolve(appDir, declared.entry);
 }
 
 /** Props of PipelineStack. */
 export interface PipelineStackProps extends StackProps {
   /** The app's declaration for this stage (validated here; every problem fails synthesis). */
   readonly pipeline: PipelineInput;
-  /** Where the job types' `entry` paths are relative to. @default process.cwd() */
+  /** Where the consumers' `entry` paths are relative to. @default process.cwd() */
   readonly appDir?: string;
   readonly traits: TargetTraits;
 }
 
-function streamConsumer(config: PipelineConfig, name: string): ResolvedStreamConsumer {
-  const found = config.streamConsumers.find((s) => s.consumer === name);
-  if (found === undefined) throw new Error(`the pipeline config declares no stream consumer "${name}"`);
+/** What the stack built for a declared name; throws listing the known ones. */
+function declared<T>(built: ReadonlyMap<string, T>, kind: string, name: string): T {
+  const found = built.get(name);
+  if (found === undefined) {
+    throw new Error(`the pipeline declares no ${kind} "${name}" (known: ${[...built.keys()].join(', ')})`);
+  }
   return found;
 }
 
-/** One stack per stage: tables, worker queues, stream consumers, cache, ingress, flags, alarms. */
+/**
+ * One stack per stage: the declared tables (and tenang's idempotency table), a worker queue per
+ * job type, a stream consumer per declared stream consumer, the cache, the flags and alarms.
+ * Each consumer's variables and grants are derived from its `resources`; what an app adds of its
+ * own (the reference's HTTP ingress) it builds on the stack afterwards, from `tables`,
+ * `workerQueues`, `cache` and `controlFlags`.
+ */
 export class PipelineStack extends Stack {
   /** The validated declaration with its derived values. */
   public readonly config: PipelineConfig;
+  /** The deploy target's traits the stack was built for. */
+  public readonly traits: TargetTraits;
   public readonly tables: Tables;
   /** Worker queues keyed by job type name. */
   public readonly workerQueues: ReadonlyMap<string, WorkerQueue>;
-  public readonly cacheInvalidator: StreamConsumer;
-  public readonly outboxRelay: StreamConsumer;
+  /** Stream consumers keyed by consumer name. */
+  public readonly streamConsumers: ReadonlyMap<string, StreamConsumer>;
   public readonly cache: Cache;
-  public readonly ingress: Ingress;
   public readonly controlFlags: ControlFlags;
   public readonly observability: Observability;
 
   public constructor(scope: Construct, id: string, props: PipelineStackProps) {
     super(scope, id, props);
     const { traits } = props;
+    this.traits = traits;
     const config = loadPipelineConfig(props.pipeline);
     this.config = config;
     // The declaration travels with the deployment: into every function's bundle (TenangFunction
@@ -97,18 +105,20 @@ export class PipelineStack extends Stack {
     const enabled = traits.eventSourcesEnabled;
     const common = { TENANG_STAGE: stage };
 
-    this.tables = new Tables(this, 'Tables', { stageName: stage });
-    const t = this.tables;
+    this.tables = new Tables(this, 'Tables', { tables: config.tables });
     this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
+    // Functions that read the degrade flag; granted once ControlFlags exists.
+    const degradeReaders: iam.IGrantable[] = [];
 
     // One worker queue per declared job type, wired from what it declares it uses: each table's
     // variable and a grant of exactly its actions, each provider's URL, and the degrade flag for
     // work that is not critical (the runner defers it while the stage is degraded).
     const workerQueues = new Map<string, WorkerQueue>();
     for (const jobType of config.jobTypes) {
-      const environment: Record<string, string> = { ...common };
-      for (const table of Object.keys(jobType.resources.tables) as TableName[])
-        environment[tableVariable(table)] = t.byName(table).tableName;
+      const environment: Record<string, string> = {
+        ...common,
+        ...this.tableEnvironment(jobType.resources.tables),
+      };
       for (const provider of jobType.resources.providers)
         environment[providerVariable(provider)] = config.stage.providers[provider] as string;
       if (jobType.criticality !== 'critical') environment.DEGRADE_FLAG = config.degradeFlagName;
@@ -118,79 +128,46 @@ export class PipelineStack extends Stack {
         eventSourceEnabled: enabled,
         environment,
       });
-      for (const [table, actions] of Object.entries(jobType.resources.tables) as [TableName, TableAction[]][])
-        grantItems(t.byName(table), worker.consumer.function, actions);
+      this.grantTables(jobType.resources.tables, worker.consumer.function);
+      if (jobType.criticality !== 'critical') degradeReaders.push(worker.consumer.function);
       workerQueues.set(jobType.name, worker);
     }
     this.workerQueues = workerQueues;
-    const referenceQueue = (name: string): WorkerQueue => {
-      const found = workerQueues.get(name);
-      if (found === undefined)
-        throw new Error(`the reference's ingress and stream consumers need the job type "${name}"`);
-      return found;
-    };
-    const payment = referenceQueue('payment.capture');
-    const notification = referenceQueue('notification.send');
-    const inventory = referenceQueue('inventory.reserve');
 
-    this.cacheInvalidator = new StreamConsumer(this, 'CacheInvalidator', {
-      consumer: streamConsumer(config, 'cache-invalidator'),
-      table: t.orders,
-      entry: lambdaEntry('cache-invalidator'),
-      environment: { ...common, ...this.cache.connectionEnvironment },
-      vpc: this.cache.functionPlacement,
-      eventSourceEnabled: enabled,
-      decoupleFromStream: traits.decoupleStreamMappings,
-    });
-    this.cache.grantConnect(this.cacheInvalidator.consumer.function);
-
-    this.outboxRelay = new StreamConsumer(this, 'OutboxRelay', {
-      consumer: streamConsumer(config, 'outbox-relay'),
-      table: t.orders,
-      entry: lambdaEntry('outbox-relay'),
-      environment: {
+    // One stream consumer per declaration, on its table's stream, wired the same way: tables,
+    // the queues of the job types it sends to, the cache (variables, VPC, connect) and the flag.
+    const streamConsumers = new Map<string, StreamConsumer>();
+    for (const sc of config.streamConsumers) {
+      const { resources } = sc;
+      const environment: Record<string, string> = {
         ...common,
-        NOTIFICATION_QUEUE_URL: notification.queue.queueUrl,
-        INVENTORY_QUEUE_URL: inventory.queue.queueUrl,
-        DEGRADE_FLAG: config.degradeFlagName,
-        DEDUP_TABLE: t.dedup.tableName,
-      },
-      eventSourceEnabled: enabled,
-      decoupleFromStream: traits.decoupleStreamMappings,
-    });
-    // Producer-side dedup of follow-up jobs: a stream retry never enqueues twice (Q1).
-    grantItems(t.dedup, this.outboxRelay.consumer.function, ['PutItem', 'DeleteItem']);
-    grantSend(notification.queue, this.outboxRelay.consumer.function);
-    grantSend(inventory.queue, this.outboxRelay.consumer.function);
+        ...(resources.cache ? this.cache.connectionEnvironment : {}),
+      };
+      for (const jobType of resources.queues)
+        environment[queueUrlVariable(jobType)] = this.queueOf(jobType).queueUrl;
+      if (resources.degradeFlag) environment.DEGRADE_FLAG = config.degradeFlagName;
+      Object.assign(environment, this.tableEnvironment(resources.tables));
+      const consumer = new StreamConsumer(this, constructIdOf(sc.consumer), {
+        consumer: sc,
+        table: this.tables.byName(sc.table),
+        entry: jobEntry(sc, props.appDir),
+        environment,
+        ...(resources.cache ? { vpc: this.cache.functionPlacement } : {}),
+        eventSourceEnabled: enabled,
+        decoupleFromStream: traits.decoupleStreamMappings,
+      });
+      const fn = consumer.consumer.function;
+      if (resources.cache) this.cache.grantConnect(fn);
+      this.grantTables(resources.tables, fn);
+      for (const jobType of resources.queues) grantSend(this.queueOf(jobType), fn);
+      if (resources.degradeFlag) degradeReaders.push(fn);
+      streamConsumers.set(sc.consumer, consumer);
+    }
+    this.streamConsumers = streamConsumers;
 
-    this.ingress = new Ingress(this, 'Ingress', {
-      ingressEntry: lambdaEntry('ingress'),
-      readerEntry: lambdaEntry('order-reader'),
-      ingressEnvironment: {
-        ...common,
-        ORDERS_TABLE: t.orders.tableName,
-        DEDUP_TABLE: t.dedup.tableName,
-        PAYMENT_QUEUE_URL: payment.queue.queueUrl,
-        DEGRADE_FLAG: config.degradeFlagName,
-      },
-      readerEnvironment: { ...common, ORDERS_TABLE: t.orders.tableName, ...this.cache.connectionEnvironment },
-      readerVpc: this.cache.functionPlacement,
-    });
-    // Orders are created (PutItem) and read (GetItem); Idempotency-Key claims are put and given back.
-    grantItems(t.orders, this.ingress.ingress.function, ['GetItem', 'PutItem']);
-    grantItems(t.dedup, this.ingress.ingress.function, ['PutItem', 'DeleteItem']);
-    grantSend(payment.queue, this.ingress.ingress.function);
-    grantItems(t.orders, this.ingress.reader.function, ['GetItem']);
-    this.cache.grantConnect(this.ingress.reader.function);
-
-    const streams: readonly (readonly [StreamConsumer, ResolvedStreamConsumer])[] = [
-      [this.cacheInvalidator, streamConsumer(config, 'cache-invalidator')],
-      [this.outboxRelay, streamConsumer(config, 'outbox-relay')],
-    ];
     const consumers: ControlledConsumer[] = [
       ...config.jobTypes.map((j) => {
-        const w = this.workerQueues.get(j.name);
-        if (w === undefined) throw new Error(`no worker queue for ${j.name}`);
+        const w = this.workerQueue(j.name);
         return {
           consumer: j.consumer,
           flagName: j.pauseFlagName,
@@ -198,12 +175,15 @@ export class PipelineStack extends Stack {
           eventSourceMappingArn: w.eventSource.eventSourceMappingArn,
         };
       }),
-      ...streams.map(([s, sc]) => ({
-        consumer: sc.consumer,
-        flagName: sc.pauseFlagName,
-        eventSourceMappingId: s.eventSource.eventSourceMappingId,
-        eventSourceMappingArn: s.eventSource.eventSourceMappingArn,
-      })),
+      ...config.streamConsumers.map((sc) => {
+        const s = this.streamConsumer(sc.consumer);
+        return {
+          consumer: sc.consumer,
+          flagName: sc.pauseFlagName,
+          eventSourceMappingId: s.eventSource.eventSourceMappingId,
+          eventSourceMappingArn: s.eventSource.eventSourceMappingArn,
+        };
+      }),
     ];
     this.controlFlags = new ControlFlags(this, 'ControlFlags', {
       stageName: stage,
@@ -211,24 +191,14 @@ export class PipelineStack extends Stack {
       consumers,
       reconcilerEntry: lambdaEntry('flag-reconciler'),
     });
-    for (const fn of [
-      ...config.jobTypes
-        .filter((j) => j.criticality !== 'critical')
-        .map((j) => referenceQueue(j.name).consumer.function),
-      this.outboxRelay.consumer.function,
-      this.ingress.ingress.function,
-    ]) {
-      // Powertools Parameters' get() is one GetParameter.
-      grantParameterRead(this.controlFlags.degradeFlag, fn, 'ssm:GetParameter');
-    }
+    for (const fn of degradeReaders) this.grantDegradeFlagRead(fn);
 
     this.observability = new Observability(this, 'Observability', {
       stageName: stage,
       topicName: config.stage.alarmTopic.name,
       alarmEmails: config.stage.alarmTopic.emails,
       jobTypes: config.jobTypes.map((j) => {
-        const w = this.workerQueues.get(j.name);
-        if (w === undefined) throw new Error(`no worker queue for ${j.name}`);
+        const w = this.workerQueue(j.name);
         return {
           jobType: j,
           queue: w.queue,
@@ -237,15 +207,46 @@ export class PipelineStack extends Stack {
           consumer: w.consumer.function,
         };
       }),
-      streamConsumers: streams.map(([s, sc]) => ({
-        streamConsumer: sc,
-        consumer: s.consumer.function,
-        failureQueue: s.failureQueue,
-      })),
+      streamConsumers: config.streamConsumers.map((sc) => {
+        const s = this.streamConsumer(sc.consumer);
+        return { streamConsumer: sc, consumer: s.consumer.function, failureQueue: s.failureQueue };
+      }),
       reconciler: this.controlFlags.reconciler.function,
     });
+  }
 
-    // moto skips the HTTP API (the local platform serves its routes), so no output refers to it there.
-    if (traits.target === 'aws') new CfnOutput(this, 'ApiUrl', { value: this.ingress.api.apiEndpoint });
+  /** The worker queue of a declared job type; throws listing the known ones. */
+  public workerQueue(jobTypeName: string): WorkerQueue {
+    return declared(this.workerQueues, 'job type', jobTypeName);
+  }
+
+  /** The stream consumer of a declared name; throws listing the known ones. */
+  public streamConsumer(consumer: string): StreamConsumer {
+    return declared(this.streamConsumers, 'stream consumer', consumer);
+  }
+
+  /** Lets `grantee` read the stage's degrade flag (`DEGRADE_FLAG`) with the one call Powertools' get() makes. */
+  public grantDegradeFlagRead(grantee: iam.IGrantable): iam.Grant {
+    return grantParameterRead(this.controlFlags.degradeFlag, grantee, 'ssm:GetParameter');
+  }
+
+  /** `<NAME>_TABLE` for each table a consumer uses. */
+  public tableEnvironment(tables: Readonly<Record<string, readonly TableAction[]>>): Record<string, string> {
+    return Object.fromEntries(
+      Object.keys(tables).map((table) => [tableVariable(table), this.tables.byName(table).tableName]),
+    );
+  }
+
+  /** Grants exactly the listed item actions on each table. */
+  public grantTables(
+    tables: Readonly<Record<string, readonly TableAction[]>>,
+    grantee: iam.IGrantable,
+  ): void {
+    for (const [table, actions] of Object.entries(tables))
+      grantItems(this.tables.byName(table), grantee, actions);
+  }
+
+  private queueOf(jobTypeName: string): sqs.Queue {
+    return this.workerQueue(jobTypeName).queue;
   }
 }

@@ -1,69 +1,52 @@
-/** The pipeline's DynamoDB tables. */
+/** The pipeline's DynamoDB tables: tenang's idempotency table and the app's declared ones. */
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import { TABLE_KEYS } from '../config/tables';
+import type { ResolvedTable } from '../config';
+import { constructIdOf } from './construct-id';
 import { TABLE_DEFAULTS } from './defaults';
-import type { TableName } from '../config';
 
 export { TABLE_KEYS };
 
 /** Props of Tables. */
 export interface TablesProps {
-  /** Stage name, part of every table name. */
-  readonly stageName: string;
+  /** The tables to create, resolved by loadPipelineConfig (`PipelineConfig.tables`). */
+  readonly tables: readonly ResolvedTable[];
 }
 
-/** Orders (source of truth, streamed), idempotency records, lease locks, producer dedup records, inventory. */
+/**
+ * One table per declared table, all with tenang's defaults (on-demand, encrypted, PITR,
+ * RetainExceptOnCreate) and string keys; the construct id is the PascalCase name
+ * (`orders` → `Orders`), so a table's logical id follows from its declared name.
+ */
 export class Tables extends Construct {
-  /** Orders: the source of truth; its stream drives the cache invalidator and the outbox relay. */
-  public readonly orders: dynamodb.Table;
-  /** Powertools idempotency records. */
-  public readonly idempotency: dynamodb.Table;
-  /** Lease locks with fencing counters. */
-  public readonly locks: dynamodb.Table;
-  /** Producer-side dedup records for standard queues (Q1). */
-  public readonly dedup: dynamodb.Table;
-  /** Stock per SKU, protected by lease locks with fencing. */
-  public readonly inventory: dynamodb.Table;
-
-  /** The table a job type names in its resources. */
-  public byName(name: TableName): dynamodb.Table {
-    return this[name];
-  }
+  /** Every table, keyed by declared name. */
+  public readonly all: ReadonlyMap<string, dynamodb.Table>;
 
   public constructor(scope: Construct, id: string, props: TablesProps) {
     super(scope, id);
-    const name = (table: string): string => `tenang-${props.stageName}-${table}`;
     const s = dynamodb.AttributeType.STRING;
+    this.all = new Map(
+      props.tables.map((t) => [
+        t.name,
+        new dynamodb.Table(this, constructIdOf(t.name), {
+          ...TABLE_DEFAULTS,
+          tableName: t.tableName,
+          partitionKey: { name: t.partitionKey, type: s },
+          ...(t.sortKey === undefined ? {} : { sortKey: { name: t.sortKey, type: s } }),
+          ...(t.ttl === undefined ? {} : { timeToLiveAttribute: t.ttl }),
+          ...(t.stream === undefined ? {} : { stream: dynamodb.StreamViewType[t.stream] }),
+        }),
+      ]),
+    );
+  }
 
-    this.orders = new dynamodb.Table(this, 'Orders', {
-      ...TABLE_DEFAULTS,
-      tableName: name('orders'),
-      partitionKey: { name: TABLE_KEYS.orders.partitionKey, type: s },
-      stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
-    });
-    this.idempotency = new dynamodb.Table(this, 'Idempotency', {
-      ...TABLE_DEFAULTS,
-      tableName: name('idempotency'),
-      partitionKey: { name: TABLE_KEYS.idempotency.partitionKey, type: s },
-      timeToLiveAttribute: TABLE_KEYS.idempotency.ttl,
-    });
-    this.locks = new dynamodb.Table(this, 'Locks', {
-      ...TABLE_DEFAULTS,
-      tableName: name('locks'),
-      partitionKey: { name: TABLE_KEYS.locks.partitionKey, type: s },
-      timeToLiveAttribute: TABLE_KEYS.locks.ttl,
-    });
-    this.dedup = new dynamodb.Table(this, 'Dedup', {
-      ...TABLE_DEFAULTS,
-      tableName: name('dedup'),
-      partitionKey: { name: TABLE_KEYS.dedup.partitionKey, type: s },
-      timeToLiveAttribute: TABLE_KEYS.dedup.ttl,
-    });
-    this.inventory = new dynamodb.Table(this, 'Inventory', {
-      ...TABLE_DEFAULTS,
-      tableName: name('inventory'),
-      partitionKey: { name: TABLE_KEYS.inventory.partitionKey, type: s },
-    });
+  /** The table declared as `name`; throws listing the known ones (the loader has checked every reference). */
+  public byName(name: string): dynamodb.Table {
+    const table = this.all.get(name);
+    if (table === undefined) {
+      throw new Error(`no table "${name}" in this pipeline (known: ${[...this.all.keys()].join(', ')})`);
+    }
+    return table;
   }
 }

@@ -3,13 +3,16 @@
  * orders make payments, notifications and reservations; a job type it knows nothing else about
  * gets jobs built from its config's `samplePayload`, sent straight to its queue, each with its
  * own idempotency key. After the drain, each one's effect is read back the way `dlq replay`
- * reads it (its Powertools idempotency record), so the scenario's verdict covers it too.
+ * reads it (its Powertools idempotency record), so the scenario's verdict covers it too. The chaos
+ * suite and the generic drills send and judge such jobs with the same functions (one job done
+ * exactly once: its record, and one call per idempotency key in each declared provider's fake).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { ResolvedJobType } from '../config';
+import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
+import { providerVariable, type ResolvedJobType } from '../config';
 import { makeEnvelope, PAYLOADS } from '../core/envelope';
 import { DynamoDbEffectChecker } from '../ops/replay-effects';
+import type { FakeProvider } from './fake-provider';
 
 /** A job the scenario sent for a declared job type. */
 export interface DeclaredJob {
@@ -30,6 +33,44 @@ export function declaredJobTypes(jobTypes: readonly ResolvedJobType[]): Resolved
   return jobTypes.filter((j) => !(j.name in PAYLOADS) && j.samplePayload !== undefined);
 }
 
+/** Ids of one message of a declared job. */
+export interface DeclaredJobIds {
+  readonly idempotencyKey: string;
+  readonly correlationId: string;
+  /** A FIFO queue's deduplication id (copies of one job need distinct ones). @default the idempotency key */
+  readonly deduplicationId?: string;
+  /** A FIFO queue's group when the job type declares no `groupBy`. @default the idempotency key */
+  readonly group?: string;
+}
+
+/** One message of a declared job: its `samplePayload` in an envelope, addressed to `queueUrl`. */
+export function declaredJobMessage(
+  jobType: ResolvedJobType,
+  queueUrl: string,
+  ids: DeclaredJobIds,
+  now: Date = new Date(),
+): SendMessageCommandInput {
+  const payload = jobType.samplePayload ?? {};
+  const envelope = makeEnvelope(jobType.name, payload, {
+    idempotencyKey: ids.idempotencyKey,
+    correlationId: ids.correlationId,
+    now,
+  });
+  const fallback = ids.group ?? ids.idempotencyKey;
+  const group =
+    jobType.queue.groupBy === undefined ? fallback : String(payload[jobType.queue.groupBy] ?? fallback);
+  return {
+    QueueUrl: queueUrl,
+    MessageBody: JSON.stringify(envelope),
+    ...(jobType.queue.kind === 'fifo'
+      ? {
+          MessageGroupId: group,
+          MessageDeduplicationId: (ids.deduplicationId ?? ids.idempotencyKey).slice(0, 128),
+        }
+      : {}),
+  };
+}
+
 /** Sends `perType` jobs of every declared job type to its queue. */
 export async function sendDeclaredJobs(
   sqs: SQSClient,
@@ -43,18 +84,10 @@ export async function sendDeclaredJobs(
     for (let i = 1; i <= perType; i += 1) {
       const idempotencyKey = `${runId}:${jobType.name}:${i}`;
       const correlationId = `${runId}-${jobType.consumer}-${i}`;
-      const payload = jobType.samplePayload ?? {};
-      const envelope = makeEnvelope(jobType.name, payload, { idempotencyKey, correlationId, now: now() });
-      const group =
-        jobType.queue.groupBy === undefined ? undefined : String(payload[jobType.queue.groupBy] ?? i);
       await sqs.send(
-        new SendMessageCommand({
-          QueueUrl: queueUrl,
-          MessageBody: JSON.stringify(envelope),
-          ...(jobType.queue.kind === 'fifo'
-            ? { MessageGroupId: group ?? String(i), MessageDeduplicationId: idempotencyKey.slice(0, 128) }
-            : {}),
-        }),
+        new SendMessageCommand(
+          declaredJobMessage(jobType, queueUrl, { idempotencyKey, correlationId, group: String(i) }, now()),
+        ),
       );
       sent.push({ jobType: jobType.name, idempotencyKey, correlationId });
     }
@@ -94,4 +127,58 @@ export async function declaredJobFacts(
     facts.push({ ...job, done: check.done, evidence: check.done ? check.evidence : undefined });
   }
   return facts;
+}
+
+/** A side effect a declared provider's fake recorded (lib/local/fake-provider.ts LedgerEntry). */
+export interface ProviderCall {
+  /** The provider's name in the declaration (`resources.providers`). */
+  readonly provider: string;
+  readonly idempotencyKey: string;
+}
+
+/**
+ * The side effects the fakes of `providers` recorded, each ledger read from its `since` entry:
+ * `fakes` is the platform's fakes by variable (`platform.providers.declared`).
+ */
+export function declaredProviderCalls(
+  fakes: ReadonlyMap<string, FakeProvider>,
+  providers: readonly string[],
+  since: ReadonlyMap<string, number> = new Map(),
+): ProviderCall[] {
+  return [...new Set(providers)].flatMap((provider) =>
+    (fakes.get(providerVariable(provider))?.ledger() ?? [])
+      .slice(since.get(provider) ?? 0)
+      .map((e) => ({ provider, idempotencyKey: e.idempotencyKey })),
+  );
+}
+
+/** What became of one declared job: done exactly once, never, or more than once. */
+export interface DeclaredJobVerdict {
+  readonly outcome: 'ok' | 'lost' | 'duplicated';
+  readonly detail: string;
+}
+
+/**
+ * Whether a declared job was done exactly once, by the checks that hold for any job type: each of
+ * its job type's providers recorded its idempotency key once, and (idempotent job types) its
+ * idempotency record is COMPLETED. A job type with neither has nothing to judge it by: ok, said so.
+ */
+export function judgeDeclaredJob(
+  fact: DeclaredJobFact,
+  providers: readonly string[],
+  calls: readonly ProviderCall[],
+): DeclaredJobVerdict {
+  const counts = [...new Set(providers)].map((provider) => ({
+    provider,
+    n: calls.filter((c) => c.provider === provider && c.idempotencyKey === fact.idempotencyKey).length,
+  }));
+  const described = [
+    ...counts.map(({ provider, n }) => `${n} call(s) to ${provider}`),
+    ...(fact.done === undefined ? [] : [fact.done ? 'idempotency record COMPLETED' : 'no completed record']),
+  ];
+  const detail =
+    described.length === 0 ? 'not judged: not idempotent, calls no provider' : described.join(', ');
+  if (counts.some(({ n }) => n > 1)) return { outcome: 'duplicated', detail };
+  if (counts.some(({ n }) => n === 0) || fact.done === false) return { outcome: 'lost', detail };
+  return { outcome: 'ok', detail };
 }

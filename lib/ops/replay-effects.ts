@@ -12,8 +12,8 @@ import { paymentCaptureKey } from '../core/payment';
 import type { EffectCheck } from '../core/replay';
 
 /**
- * The payment consumer's Powertools key prefix (lambdas/payment-consumer IDEMPOTENCY_KEY_PREFIX):
- * fixed to the job type's name, not the function name, so records survive a redeploy.
+ * The payment capture's Powertools key prefix: the job runner keys records on the job type's name
+ * (lib/adapters/define-job.ts jobIdempotencyKeyPrefix), not the function name, so records survive a redeploy.
  */
 export const PAYMENT_IDEMPOTENCY_KEY_PREFIX = 'payment.capture';
 

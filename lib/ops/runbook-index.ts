@@ -124,7 +124,7 @@ function facts(c: Consumer): [string, string][] {
       ['job type', `\`${j.name}\``],
       ['owner', j.owner],
       ['priority', CRITICALITY[j.criticality] ?? j.criticality],
-      ['dependencies', j.dependencies.join(', ')],
+      ['dependencies', j.dependsOn.join(', ')],
       [
         'idempotent',
         j.idempotent
@@ -164,8 +164,9 @@ function facts(c: Consumer): [string, string][] {
   }
   const s = c.stream;
   return [
-    ['consumer of', 'the orders table stream'],
+    ['consumer of', `the ${s.table} table stream`],
     ['owner', s.owner],
+    ['dependencies', s.dependsOn.join(', ')],
     ['priority', 'critical (stream work is never deferred)'],
     ['idempotent', 'yes: replaying a batch is safe'],
     [
@@ -275,10 +276,10 @@ function readme(config: PipelineConfig): GeneratedFile {
   const row = (c: Consumer): string[] => {
     const f = new Map(facts(c));
     return [
-      c.kind === 'queue' ? `\`${c.job.name}\` → ${nameOf(c)}` : `orders stream → ${nameOf(c)}`,
+      c.kind === 'queue' ? `\`${c.job.name}\` → ${nameOf(c)}` : `${c.stream.table} stream → ${nameOf(c)}`,
       f.get('owner') ?? '-',
       f.get('priority') ?? '-',
-      c.kind === 'queue' ? c.job.dependencies.join(', ') : 'orders table stream',
+      (c.kind === 'queue' ? c.job.dependsOn : c.stream.dependsOn).join(', '),
       c.kind === 'queue' ? (c.job.idempotent ? 'yes' : '**no**') : 'yes',
       f.get('retry policy') ?? '-',
       f.get('DLQ policy') ?? '-',

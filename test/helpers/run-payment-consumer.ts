@@ -1,5 +1,5 @@
 /**
- * Runs the deployed payment-consumer module (its module scope reads the environment) on one
+ * Runs the deployed payment.capture job module (its handler reads the environment) on one
  * SQS event, in its own process: the chaos tests SIGKILL it at a crash point for real.
  * Usage: node --import tsx test/helpers/run-payment-consumer.ts <event.json> <remaining-ms>
  * Prints the batch response as JSON on stdout when the handler returns.
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     throw new Error('usage: run-payment-consumer.ts <event.json> <remaining-ms>');
   }
   const event = JSON.parse(readFileSync(eventPath, 'utf8')) as SQSEvent;
-  const { handler } = await import('../../lambdas/payment-consumer');
+  const { handler } = await import('../../examples/reference/jobs/payment-capture');
   const response = await handler(event, lambdaContext(Number(remaining)));
   process.stdout.write(`${JSON.stringify(response)}\n`);
 }

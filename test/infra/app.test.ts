@@ -5,8 +5,7 @@ import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { buildApp } from '../../lib/infra/app';
-import { referencePipeline } from '../../examples/reference/pipeline';
+import { referenceApp } from '../../examples/reference/reference-app';
 
 function synthesize(context: Record<string, string> = {}): {
   outdir: string;
@@ -15,7 +14,7 @@ function synthesize(context: Record<string, string> = {}): {
 } {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-'));
   const app = new App({ outdir, context });
-  const { stack } = buildApp(app, referencePipeline, 'eu-west-1');
+  const { stack } = referenceApp(app, 'eu-west-1');
   app.synth();
   return { outdir, template: Template.fromStack(stack), stackName: stack.stackName };
 }
@@ -37,7 +36,7 @@ describe('Function: buildApp', () => {
   it('when a construct breaks a rule of either pack, synthesis fails naming the rule', () => {
     // Prepare
     const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-')) });
-    const { stack } = buildApp(app, referencePipeline, 'eu-west-1');
+    const { stack } = referenceApp(app, 'eu-west-1');
     new sqs.Queue(stack, 'Unprotected', { encryption: sqs.QueueEncryption.UNENCRYPTED });
 
     // Act

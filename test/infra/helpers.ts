@@ -1,10 +1,13 @@
 /** Builders and readers shared by the infra tests: fresh stacks, the reference config, the full stack. */
+import * as path from 'node:path';
 import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { loadPipelineConfig, type PipelineConfig } from '../../lib/config';
 import { referencePipeline } from '../../examples/reference/pipeline';
+import { addIngress } from '../../examples/reference/reference-app';
+import type { Ingress } from '../../lib/infra/ingress';
 import { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { ConstructPropsError } from '../../lib/infra/validation';
 import { TARGET_CONTEXT_KEY, targetTraits, type DeployTarget } from '../../lib/infra/target';
@@ -24,6 +27,9 @@ export interface CfnResource {
   readonly Properties: Record<string, unknown>;
 }
 
+/** The reference app's directory: its job types' `entry` paths are relative to it. */
+export const REFERENCE_APP_DIR = path.join(__dirname, '..', '..', 'examples', 'reference');
+
 /** The reference pipeline of a stage, validated and resolved like the app does. */
 export function referenceConfig(stage = 'dev'): PipelineConfig {
   return loadPipelineConfig(referencePipeline(stage, REGION));
@@ -34,19 +40,22 @@ export function testStack(): Stack {
   return new Stack(new App({ context: NO_BUNDLING }), 'Test');
 }
 
-/** The full pipeline stack of the dev stage for a target, read from CDK context like buildApp does. */
+/** The reference app's full stack (its pipeline and its ingress) of the dev stage for a target, read from CDK context like buildApp does. */
 export function synthPipeline(target: DeployTarget = 'aws'): {
   stack: PipelineStack;
+  ingress: Ingress;
   template: Template;
   config: PipelineConfig;
 } {
   const app = new App({ context: { ...NO_BUNDLING, [TARGET_CONTEXT_KEY]: target } });
   const stack = new PipelineStack(app, 'tenang-dev', {
     pipeline: referencePipeline('dev', REGION),
+    appDir: REFERENCE_APP_DIR,
     traits: targetTraits(app),
     env: { region: REGION },
   });
-  return { stack, template: Template.fromStack(stack), config: stack.config };
+  const ingress = addIngress(stack);
+  return { stack, ingress, template: Template.fromStack(stack), config: stack.config };
 }
 
 /** The logical id CloudFormation sees for a construct (an L2's default child, or an L1 itself). */

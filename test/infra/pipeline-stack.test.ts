@@ -1,5 +1,4 @@
 import type { Template } from 'aws-cdk-lib/assertions';
-import type { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { logicalId, resources, resourceTypes, synthPipeline } from './helpers';
 
 /** Names that announce a secret. */
@@ -37,8 +36,8 @@ function environments(template: Template): Map<string, Record<string, unknown>> 
 
 describe('Class: PipelineStack', () => {
   // Both targets synthesized once for the whole file.
-  let aws: { stack: PipelineStack; template: Template };
-  let emulator: { stack: PipelineStack; template: Template };
+  let aws: ReturnType<typeof synthPipeline>;
+  let emulator: ReturnType<typeof synthPipeline>;
   beforeAll(() => {
     aws = synthPipeline('aws');
     emulator = synthPipeline('emulator');
@@ -214,7 +213,7 @@ describe('Class: PipelineStack', () => {
 
       // Assess
       expect(outputs).toEqual({
-        ApiUrl: { Value: { 'Fn::GetAtt': [logicalId(aws.stack.ingress.api), 'ApiEndpoint'] } },
+        ApiUrl: { Value: { 'Fn::GetAtt': [logicalId(aws.ingress.api), 'ApiEndpoint'] } },
       });
     });
   });

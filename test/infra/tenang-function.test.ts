@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as iam from 'aws-cdk-lib/aws-iam';
@@ -17,13 +18,14 @@ import {
   statementsOfRole,
   testStack,
   toText,
+  REFERENCE_APP_DIR,
 } from './helpers';
 
 /** Props that pass validation; each test breaks or changes what it is about. */
 function validProps(overrides: Partial<TenangFunctionProps> = {}): TenangFunctionProps {
   return {
     serviceName: 'payment-consumer',
-    entry: lambdaEntry('payment-consumer'),
+    entry: path.join(REFERENCE_APP_DIR, 'jobs', 'payment-capture.ts'),
     timeoutSeconds: 30,
     memoryMb: 512,
     environment: { ORDERS_TABLE: 'tenang-dev-orders' },

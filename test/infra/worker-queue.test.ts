@@ -1,7 +1,7 @@
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { DLQ_RETENTION_SECONDS, METRICS_NAMESPACE, type ResolvedJobType } from '../../lib/config';
-import { lambdaEntry } from '../../lib/infra/pipeline-stack';
+import { jobEntry } from '../../lib/infra/pipeline-stack';
 import { WorkerQueue, type WorkerQueueProps } from '../../lib/infra/worker-queue';
 import {
   actionsAllowedOn,
@@ -11,6 +11,7 @@ import {
   propsErrorOf,
   ref,
   referenceConfig,
+  REFERENCE_APP_DIR,
   testStack,
 } from './helpers';
 
@@ -27,7 +28,7 @@ const payment = byName('payment.capture');
 function build(jobType: ResolvedJobType, overrides: Partial<WorkerQueueProps> = {}): WorkerQueue {
   return new WorkerQueue(testStack(), 'Worker', {
     jobType,
-    entry: lambdaEntry(jobType.consumer),
+    entry: jobEntry(jobType, REFERENCE_APP_DIR),
     ...overrides,
   });
 }
@@ -41,7 +42,7 @@ describe('Class: WorkerQueue', () => {
     config.jobTypes.forEach((j, i) => {
       workers.set(
         j.name,
-        new WorkerQueue(stack, `Worker${i}`, { jobType: j, entry: lambdaEntry(j.consumer) }),
+        new WorkerQueue(stack, `Worker${i}`, { jobType: j, entry: jobEntry(j, REFERENCE_APP_DIR) }),
       );
     });
     template = Template.fromStack(stack);

@@ -8,14 +8,21 @@
  * error class), the CLI reading the config from the deployed stack (status, pause/resume,
  * dlq list/replay, the live audit), the runbook index and the scenario's traffic and verdict for
  * job types it knows only from their config (run here on this platform: a whole second scenario
- * run would double the test's time).
+ * run would double the test's time), and a drill that takes any job type (`--job-type`).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  PurgeQueueCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { runCaptured } from '../../bin/tenang';
 import { makeEnvelope } from '../../lib/core/envelope';
+import { renderDrillResult, runDrill } from '../../lib/drills/drill';
+import { dlqNotEmpty } from '../../lib/drills/dlq-not-empty';
 import type { FakeProvider } from '../../lib/local/fake-provider';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { pollUntil } from '../../lib/local/poll';
@@ -315,5 +322,28 @@ describe('Adding a job type: its module and its config entry, nothing else', () 
     expect(declared.map((j) => j.name)).toEqual(['invoice.issue']);
     expect(sent).toHaveLength(3);
     expect(verdict).toMatchObject({ holds: true, detail: '3 of 3 jobs judged (invoice.issue)' });
+  });
+
+  it('when the DLQ drill runs on it (--job-type), the exhausted job is replayed once, the done one skipped, the poison kept', async () => {
+    // Prepare: the drill counts what it leaves in the DLQ; the tests above left theirs there.
+    await sqs.send(new PurgeQueueCommand({ QueueUrl: dlqUrl }));
+
+    // Act
+    const result = await runDrill(dlqNotEmpty, {
+      platform,
+      jobType: 'invoice.issue',
+      cli: (argv, env) => {
+        const fromStack = { ...env };
+        delete fromStack.TENANG_PIPELINE;
+        return runCaptured(argv, { env: fromStack });
+      },
+    });
+
+    // Assess
+    if (!result.passed) throw new Error(renderDrillResult(result));
+    expect(result.steps.map((s) => s.argv.slice(0, 3).join(' '))).toContain('dlq replay invoice.issue');
+    expect(result.checks.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['exhausted invoice.issue done once', 'done invoice.issue not repeated']),
+    );
   });
 });

@@ -21,15 +21,16 @@ import {
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import type * as InventoryConsumerModule from '../../lambdas/inventory-consumer';
-import type * as NotificationConsumerModule from '../../lambdas/notification-consumer';
-import type * as PaymentConsumerModule from '../../lambdas/payment-consumer';
+import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inventory-reserve';
+import { inFlightClaimSeconds, notificationSend } from '../../examples/reference/jobs/notification-send';
+import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import { TransactionalDynamoDBPersistenceLayer } from '../../lib/adapters/aws/transactional-persistence';
+import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
 import { HttpMessagingProvider } from '../../lib/adapters/http/messaging-provider';
 import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
@@ -103,17 +104,6 @@ async function startProvider(kind: 'charges' | 'messages'): Promise<FakeProvider
   const provider = await startFakeProvider({ kind });
   providers.push(provider);
   return provider;
-}
-
-/** Imports a consumer module with `env` set, as Lambda would; the tests build their own handlers. */
-async function importWithEnv<T>(env: Record<string, string>, load: () => Promise<T>): Promise<T> {
-  const saved = { ...process.env };
-  Object.assign(process.env, { TENANG_STAGE: STAGE, ...env });
-  try {
-    return await load();
-  } finally {
-    process.env = saved;
-  }
 }
 
 /** A job type's queue and its DLQ (with the deployed redrive), fresh for one test. */
@@ -363,8 +353,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
     }
   });
 
-  describe('Function: payment-consumer handler', () => {
-    let consumer: typeof PaymentConsumerModule;
+  describe('Job: payment.capture handler', () => {
     let jobType: ResolvedJobType;
     let ordersTable: string;
     let idempotencyTable: string;
@@ -375,21 +364,11 @@ describe('Bad input at the SQS consumers (integration)', () => {
       idempotencyTable = await createTable('bad-idem', TABLE_KEYS.idempotency.partitionKey);
       provider = await startProvider('charges');
       jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture');
-      consumer = await importWithEnv(
-        {
-          ORDERS_TABLE: ordersTable,
-          IDEMPOTENCY_TABLE: idempotencyTable,
-          PAYMENT_PROVIDER_URL: provider.url,
-          QUEUE_URL: 'http://localhost/unused.fifo',
-          DLQ_URL: 'http://localhost/unused-dlq.fifo',
-        },
-        () => import('../../lambdas/payment-consumer'),
-      );
     });
 
     /** Powertools' key of a payment's idempotency record: prefix#md5 of the key's JSON. */
     const idempotencyRecordKey = (ids: MessageIds): string =>
-      `${consumer.IDEMPOTENCY_KEY_PREFIX}#${createHash('md5')
+      `${jobIdempotencyKeyPrefix(paymentCapture.name)}#${createHash('md5')
         .update(JSON.stringify(paymentCaptureKey(ids.paymentId)))
         .digest('base64')}`;
 
@@ -421,19 +400,21 @@ describe('Bad input at the SQS consumers (integration)', () => {
         const recordsBefore = await scanTable(idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
         const ledgerBefore = provider.ledger().length;
         await sendBatch(queueUrl, c, batch, true);
-        const handler = consumer.createHandler({
+        const handler = createJobHandler(paymentCapture, {
           jobType,
           queueUrl,
           dlqUrl,
           sqs,
-          orders: new DynamoDbOrderStore(dynamo, ordersTable),
-          persistence: new TransactionalDynamoDBPersistenceLayer({
-            tableName: idempotencyTable,
-            awsSdkV3Client: dynamo,
-          }),
-          provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
-          logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'INFO' }),
-          metrics: metricsFor(consumer.SERVICE_NAME),
+          state: {
+            orders: new DynamoDbOrderStore(dynamo, ordersTable),
+            persistence: new TransactionalDynamoDBPersistenceLayer({
+              tableName: idempotencyTable,
+              awsSdkV3Client: dynamo,
+            }),
+            provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
+          },
+          logger: new Logger({ serviceName: jobType.consumer, logLevel: 'INFO' }),
+          metrics: metricsFor(jobType.consumer),
         });
 
         // Act
@@ -467,8 +448,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
     );
   });
 
-  describe('Function: notification-consumer handler', () => {
-    let consumer: typeof NotificationConsumerModule;
+  describe('Job: notification.send handler', () => {
     let jobType: ResolvedJobType;
     let dedupTable: string;
     let provider: FakeProvider;
@@ -477,17 +457,6 @@ describe('Bad input at the SQS consumers (integration)', () => {
       dedupTable = await createTable('bad-dedup', TABLE_KEYS.dedup.partitionKey);
       provider = await startProvider('messages');
       jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'notification.send');
-      consumer = await importWithEnv(
-        {
-          DEDUP_TABLE: dedupTable,
-          MESSAGING_PROVIDER_URL: provider.url,
-          DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
-          QUEUE_URL: 'http://localhost/unused',
-          DLQ_URL: 'http://localhost/unused-dlq',
-          EXPIRED_QUEUE_URL: 'http://localhost/unused-expired',
-        },
-        () => import('../../lambdas/notification-consumer'),
-      );
     });
 
     it.each(casesOf('notification.send'))(
@@ -500,24 +469,27 @@ describe('Bad input at the SQS consumers (integration)', () => {
         const ledgerBefore = provider.ledger().length;
         await sendBatch(queueUrl, c, batch, false);
         const clock = (): Date => new Date();
-        const handler = consumer.createHandler({
+        const handler = createJobHandler(notificationSend, {
           jobType,
           queueUrl,
           dlqUrl,
           expiredQueueUrl,
           sqs,
-          logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'INFO' }),
-          metrics: metricsFor(consumer.SERVICE_NAME),
-          dedup: new DynamoDbDedupStore(dynamo, dedupTable),
-          provider: new HttpMessagingProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
-          breaker: new CircuitBreaker({
-            name: 'messaging-provider',
-            failureThreshold: 5,
-            windowMs: 10_000,
-            coolDownMs: 20_000,
-            clock,
-          }),
-          bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+          logger: new Logger({ serviceName: jobType.consumer, logLevel: 'INFO' }),
+          metrics: metricsFor(jobType.consumer),
+          state: {
+            dedup: new DynamoDbDedupStore(dynamo, dedupTable),
+            provider: new HttpMessagingProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
+            breaker: new CircuitBreaker({
+              name: 'messaging-provider',
+              failureThreshold: 5,
+              windowMs: 10_000,
+              coolDownMs: 20_000,
+              clock,
+            }),
+            bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+            inFlightClaimSeconds: inFlightClaimSeconds(jobType),
+          },
           isDegraded: () => Promise.resolve(false),
           random: () => 0,
         });
@@ -542,8 +514,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
     );
   });
 
-  describe('Function: inventory-consumer handler', () => {
-    let consumer: typeof InventoryConsumerModule;
+  describe('Job: inventory.reserve handler', () => {
     let jobType: ResolvedJobType;
     let locksTable: string;
     let inventoryTable: string;
@@ -552,16 +523,6 @@ describe('Bad input at the SQS consumers (integration)', () => {
       locksTable = await createTable('bad-locks', TABLE_KEYS.locks.partitionKey);
       inventoryTable = await createTable('bad-stock', TABLE_KEYS.inventory.partitionKey);
       jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'inventory.reserve');
-      consumer = await importWithEnv(
-        {
-          LOCKS_TABLE: locksTable,
-          INVENTORY_TABLE: inventoryTable,
-          DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
-          QUEUE_URL: 'http://localhost/unused',
-          DLQ_URL: 'http://localhost/unused-dlq',
-        },
-        () => import('../../lambdas/inventory-consumer'),
-      );
     });
 
     it.each(casesOf('inventory.reserve'))(
@@ -575,15 +536,18 @@ describe('Bad input at the SQS consumers (integration)', () => {
         const stockBefore = await scanTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
         const locksBefore = await scanTable(locksTable, TABLE_KEYS.locks.partitionKey);
         await sendBatch(queueUrl, c, batch, false);
-        const handler = consumer.createHandler({
+        const handler = createJobHandler(inventoryReserve, {
           jobType,
           queueUrl,
           dlqUrl,
           sqs,
-          logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'INFO' }),
-          metrics: metricsFor(consumer.SERVICE_NAME),
-          locks: new DynamoDbLockStore(dynamo, locksTable),
-          inventory,
+          logger: new Logger({ serviceName: jobType.consumer, logLevel: 'INFO' }),
+          metrics: metricsFor(jobType.consumer),
+          state: {
+            locks: new DynamoDbLockStore(dynamo, locksTable),
+            inventory,
+            leaseTtlMs: leaseTtlMs(jobType),
+          },
           isDegraded: () => Promise.resolve(false),
           random: () => 0,
         });

@@ -124,8 +124,8 @@ beforeAll(async () => {
   Object.assign(process.env, {
     TENANG_STAGE: STAGE,
     CACHE_AUTH: 'none',
-    NOTIFICATION_QUEUE_URL: 'http://localhost/unused-notifications',
-    INVENTORY_QUEUE_URL: 'http://localhost/unused-inventory',
+    NOTIFICATION_SEND_QUEUE_URL: 'http://localhost/unused-notifications',
+    INVENTORY_RESERVE_QUEUE_URL: 'http://localhost/unused-inventory',
     DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
     DEDUP_TABLE: dedupTable,
   });

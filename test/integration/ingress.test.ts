@@ -13,11 +13,10 @@ import {
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type * as IngressModule from '../../lambdas/ingress';
-import type * as PaymentConsumerModule from '../../lambdas/payment-consumer';
+import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
+import { createJobHandler } from '../../lib/adapters/define-job';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
-import { TransactionalDynamoDBPersistenceLayer } from '../../lib/adapters/aws/transactional-persistence';
-import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS } from '../../lib/config';
 import { parseEnvelope } from '../../lib/core/envelope';
@@ -32,7 +31,6 @@ jest.setTimeout(60_000);
 const STAGE = 'itest';
 
 let ingress: typeof IngressModule;
-let consumer: typeof PaymentConsumerModule;
 let dynamo: DynamoDBClient;
 let sqs: SQSClient;
 let provider: FakeProvider;
@@ -86,14 +84,9 @@ beforeAll(async () => {
     DEGRADE_FLAG: `/tenang/${uniqueName('stage')}/flags/degrade`,
     POWERTOOLS_LOG_LEVEL: 'SILENT',
     POWERTOOLS_METRICS_DISABLED: 'true',
-    IDEMPOTENCY_TABLE: idempotencyTable,
-    PAYMENT_PROVIDER_URL: provider.url,
-    QUEUE_URL: queueUrl,
-    DLQ_URL: dlqUrl,
   });
   try {
     ingress = await import('../../lambdas/ingress');
-    consumer = await import('../../lambdas/payment-consumer');
   } finally {
     process.env = saved;
   }
@@ -285,20 +278,18 @@ describe('Function: ingress handler (integration)', () => {
     await pay(orderId, key);
     await pay(orderId, key);
     const client = dynamoClient();
-    const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+    const metrics = new Metrics({ namespace: 'tenang', serviceName: 'payment-consumer' });
     jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
-    const handler = consumer.createHandler({
+    // Built by the job's own setup from its declared tables and provider, as deployed.
+    const handler = createJobHandler(paymentCapture, {
       jobType: jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture'),
       queueUrl,
       dlqUrl,
       sqs,
-      orders: new DynamoDbOrderStore(client, ordersTable),
-      persistence: new TransactionalDynamoDBPersistenceLayer({
-        tableName: idempotencyTable,
-        awsSdkV3Client: client,
-      }),
-      provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
-      logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+      dynamodb: client,
+      tables: { orders: ordersTable, idempotency: idempotencyTable },
+      providerUrls: { payment: provider.url },
+      logger: new Logger({ serviceName: 'payment-consumer', logLevel: 'SILENT' }),
       metrics,
     });
     const event = await receiveSqsEventOf(sqs, queueUrl, 1);

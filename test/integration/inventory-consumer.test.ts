@@ -14,7 +14,8 @@ import {
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSEvent } from 'aws-lambda';
-import type * as InventoryConsumerModule from '../../lambdas/inventory-consumer';
+import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inventory-reserve';
+import { createJobHandler } from '../../lib/adapters/define-job';
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { DEFERRALS_ATTRIBUTE, DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
@@ -33,7 +34,7 @@ const STAGE = 'itest';
 /** The rival's lease: short, so each deferral is about a second. */
 const RIVAL_TTL_MS = 1_000;
 
-let consumer: typeof InventoryConsumerModule;
+const SERVICE_NAME = 'inventory-consumer';
 let dynamo: DynamoDBClient;
 let sqs: SQSClient;
 let jobType: ResolvedJobType;
@@ -81,21 +82,6 @@ beforeAll(async () => {
   await createTable(locksTable, TABLE_KEYS.locks.partitionKey);
   await createTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'inventory.reserve');
-  // The module's scope reads the environment, as in Lambda; the tests build their own handlers.
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    TENANG_STAGE: STAGE,
-    LOCKS_TABLE: locksTable,
-    INVENTORY_TABLE: inventoryTable,
-    DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
-    QUEUE_URL: 'http://localhost/unused',
-    DLQ_URL: 'http://localhost/unused-dlq',
-  });
-  try {
-    consumer = await import('../../lambdas/inventory-consumer');
-  } finally {
-    process.env = saved;
-  }
 });
 
 beforeEach(async () => {
@@ -128,23 +114,26 @@ afterAll(async () => {
 });
 
 /** A handler over the moto tables with a real clock; `random` 0 makes deferrals exactly the lease's remainder. */
-function newHandler(metrics: Metrics): ReturnType<typeof InventoryConsumerModule.createHandler> {
-  return consumer.createHandler({
+function newHandler(metrics: Metrics): ReturnType<typeof createJobHandler> {
+  return createJobHandler(inventoryReserve, {
     jobType,
     queueUrl: required(queueUrl),
     dlqUrl: required(dlqUrl),
     sqs,
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
-    locks: new DynamoDbLockStore(dynamo, locksTable),
-    inventory: new DynamoDbInventoryStore(dynamo, inventoryTable),
+    state: {
+      locks: new DynamoDbLockStore(dynamo, locksTable),
+      inventory: new DynamoDbInventoryStore(dynamo, inventoryTable),
+      leaseTtlMs: leaseTtlMs(jobType),
+    },
     isDegraded: () => Promise.resolve(false),
     random: () => 0,
   });
 }
 
 function silentMetrics(): Metrics {
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'addMetric');
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
   return metrics;
@@ -202,14 +191,14 @@ describe('Integration: inventory-consumer (moto)', () => {
             receiveCount: record?.attributes.ApproximateReceiveCount ?? '?',
             deferrals: record?.messageAttributes[DEFERRALS_ATTRIBUTE]?.stringValue,
           });
-          const response = await handler(event, lambdaContext(30_000, consumer.SERVICE_NAME));
+          const response = await handler(event, lambdaContext(30_000, SERVICE_NAME));
           expect(response.batchItemFailures).toEqual([]);
           await settleBatch(sqs, required(queueUrl), event, response);
         }
       },
     );
     const last = await nextEvent();
-    const final = await handler(last, lambdaContext(30_000, consumer.SERVICE_NAME));
+    const final = await handler(last, lambdaContext(30_000, SERVICE_NAME));
     await settleBatch(sqs, required(queueUrl), last, final);
 
     // Assess
@@ -239,7 +228,7 @@ describe('Integration: inventory-consumer (moto)', () => {
 
     // Act
     const event = await nextEvent();
-    const response = await handler(event, lambdaContext(30_000, consumer.SERVICE_NAME));
+    const response = await handler(event, lambdaContext(30_000, SERVICE_NAME));
     await settleBatch(sqs, required(queueUrl), event, response);
 
     // Assess

@@ -15,8 +15,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type * as NotificationConsumerModule from '../../lambdas/notification-consumer';
+import { inFlightClaimSeconds, notificationSend } from '../../examples/reference/jobs/notification-send';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
+import { createJobHandler } from '../../lib/adapters/define-job';
 import { HttpMessagingProvider } from '../../lib/adapters/http/messaging-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
@@ -34,7 +35,7 @@ jest.setTimeout(60_000);
 const STAGE = 'itest';
 const BREAKER = { failureThreshold: 3, windowMs: 10_000, coolDownMs: 1_000 };
 
-let consumer: typeof NotificationConsumerModule;
+const SERVICE_NAME = 'notification-consumer';
 let dynamo: DynamoDBClient;
 let sqs: SQSClient;
 let jobType: ResolvedJobType;
@@ -77,22 +78,6 @@ beforeAll(async () => {
     }),
   );
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'notification.send');
-  // The module's scope reads the environment, as in Lambda; the tests build their own handlers.
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    TENANG_STAGE: STAGE,
-    DEDUP_TABLE: dedupTable,
-    MESSAGING_PROVIDER_URL: 'http://127.0.0.1:9',
-    DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
-    QUEUE_URL: 'http://localhost/unused',
-    DLQ_URL: 'http://localhost/unused-dlq',
-    EXPIRED_QUEUE_URL: 'http://localhost/unused-expired',
-  });
-  try {
-    consumer = await import('../../lambdas/notification-consumer');
-  } finally {
-    process.env = saved;
-  }
 });
 
 beforeEach(async () => {
@@ -132,21 +117,24 @@ afterAll(async () => {
  * decides when its cool-down is over; `random` 0 makes retry backoffs 0 s (the failed messages
  * return at once) and deferrals exactly the cool-down.
  */
-function newHandler(breakerClock: ManualClock): ReturnType<typeof NotificationConsumerModule.createHandler> {
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+function newHandler(breakerClock: ManualClock): ReturnType<typeof createJobHandler> {
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
-  return consumer.createHandler({
+  return createJobHandler(notificationSend, {
     jobType,
     queueUrl: required(queueUrl),
     dlqUrl: required(dlqUrl),
     expiredQueueUrl: required(expiredUrl),
     sqs,
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
-    dedup: new DynamoDbDedupStore(dynamo, dedupTable),
-    provider: new HttpMessagingProvider({ baseUrl: required(provider).url, timeoutMs: 2_000 }),
-    breaker: new CircuitBreaker({ name: 'messaging-provider', ...BREAKER, clock: breakerClock }),
-    bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock: () => new Date() }),
+    state: {
+      dedup: new DynamoDbDedupStore(dynamo, dedupTable),
+      provider: new HttpMessagingProvider({ baseUrl: required(provider).url, timeoutMs: 2_000 }),
+      breaker: new CircuitBreaker({ name: 'messaging-provider', ...BREAKER, clock: breakerClock }),
+      bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock: () => new Date() }),
+      inFlightClaimSeconds: inFlightClaimSeconds(jobType),
+    },
     isDegraded: () => Promise.resolve(false),
     random: () => 0,
   });
@@ -169,11 +157,11 @@ async function sendNotification(orderId: string, copy = 1, enqueuedAt = new Date
 
 /** Receives `count` messages, runs the handler on them and settles the batch like the ESM. */
 async function deliver(
-  handler: ReturnType<typeof NotificationConsumerModule.createHandler>,
+  handler: ReturnType<typeof createJobHandler>,
   count: number,
 ): Promise<{ receiveCounts: string[]; failed: number }> {
   const event = await receiveSqsEventOf(sqs, required(queueUrl), count, { deadlineMs: 15_000 });
-  const response = await handler(event, lambdaContext(20_000, consumer.SERVICE_NAME));
+  const response = await handler(event, lambdaContext(20_000, SERVICE_NAME));
   await settleBatch(sqs, required(queueUrl), event, response);
   return {
     receiveCounts: event.Records.map((r) => r.attributes.ApproximateReceiveCount).sort(),

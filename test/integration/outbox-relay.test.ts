@@ -81,8 +81,8 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, {
     TENANG_STAGE: 'it',
-    NOTIFICATION_QUEUE_URL: queues.notification,
-    INVENTORY_QUEUE_URL: queues.inventory,
+    NOTIFICATION_SEND_QUEUE_URL: queues.notification,
+    INVENTORY_RESERVE_QUEUE_URL: queues.inventory,
     DEGRADE_FLAG: '/tenang/it/flags/degrade',
     DEDUP_TABLE: dedupTable,
   });

@@ -23,10 +23,11 @@ import {
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type * as PaymentConsumerModule from '../../lambdas/payment-consumer';
+import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { TransactionalDynamoDBPersistenceLayer } from '../../lib/adapters/aws/transactional-persistence';
+import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
 import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
@@ -54,7 +55,7 @@ const OUTCOME_METRICS: readonly string[] = [
   METRIC.jobDeferred,
 ];
 
-let consumer: typeof PaymentConsumerModule;
+const SERVICE_NAME = 'payment-consumer';
 let dynamo: DynamoDBClient;
 let doc: DynamoDBDocumentClient;
 let sqs: SQSClient;
@@ -99,14 +100,6 @@ beforeAll(async () => {
   await createTable(ordersTable, TABLE_KEYS.orders.partitionKey);
   await createTable(idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture');
-  // The module's scope reads the environment, as in Lambda; the tests build their own handlers.
-  const saved = { ...process.env };
-  Object.assign(process.env, consumerEnv('http://localhost/unused.fifo', 'http://localhost/unused-dlq.fifo'));
-  try {
-    consumer = await import('../../lambdas/payment-consumer');
-  } finally {
-    process.env = saved;
-  }
 });
 
 afterAll(async () => {
@@ -152,7 +145,7 @@ function consumerEnv(queue: string, dlq: string): Record<string, string> {
 }
 
 interface Consumer {
-  readonly handler: ReturnType<typeof PaymentConsumerModule.createHandler>;
+  readonly handler: ReturnType<typeof createJobHandler>;
   /** The DynamoDB commands the consumer sent. */
   readonly calls: SdkCallLog;
   /** Outcome metrics (JobSucceeded, DuplicateIgnored, …) in the order they were recorded. */
@@ -233,22 +226,25 @@ function newConsumer(
     },
     { step: 'initialize', name: 'recordVisibilityChanges' },
   );
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
   const addMetric = jest.spyOn(metrics, 'addMetric');
   const persistence = new TransactionalDynamoDBPersistenceLayer({
     tableName: idempotencyTable,
     awsSdkV3Client: client,
   });
-  const handler = consumer.createHandler({
+  const handler = createJobHandler(paymentCapture, {
     jobType,
     queueUrl,
     dlqUrl,
     sqs: consumerSqs,
-    orders: new DynamoDbOrderStore(client, ordersTable),
-    persistence,
-    provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    dynamodb: client,
+    state: {
+      orders: new DynamoDbOrderStore(client, ordersTable),
+      persistence,
+      provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
+    },
+    logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
     random: opts.random,
   });
@@ -332,7 +328,7 @@ async function idempotencyRecord(paymentId: string): Promise<Record<string, unkn
   const { Item } = await doc.send(
     new GetCommand({
       TableName: idempotencyTable,
-      Key: { id: `${consumer.IDEMPOTENCY_KEY_PREFIX}#${hash}` },
+      Key: { id: `${jobIdempotencyKeyPrefix(paymentCapture.name)}#${hash}` },
       ConsistentRead: true,
     }),
   );
@@ -360,7 +356,7 @@ async function queueDepth(url: string): Promise<{ visible: string; inFlight: str
   };
 }
 
-describe('Function: payment-consumer handler (integration)', () => {
+describe('Job: payment.capture handler (integration)', () => {
   describe('Duplicate delivery (D1, I1, I2, Q2)', () => {
     it('when the same job arrives twice in one batch, it charges once and the second is duplicate_ignored', async () => {
       // Prepare

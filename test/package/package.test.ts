@@ -61,11 +61,12 @@ describe('the tenang package', () => {
 
   it('when packed, it ships the compiled CLI, the typed entry points and the handler sources, and no test', () => {
     expect(files).toContain('dist/bin/tenang.js');
-    for (const entry of ['config', 'infra', 'runtime', 'audit']) {
+    for (const entry of ['config', 'infra', 'runtime', 'audit', 'reference']) {
       expect(files).toContain(`dist/lib/api/${entry}.js`);
       expect(files).toContain(`dist/lib/api/${entry}.d.ts`);
     }
-    expect(files).toContain('lambdas/payment-consumer/index.ts');
+    expect(files).toContain('lambdas/ingress/index.ts');
+    expect(files).toContain('lib/api/reference.ts');
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
     expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
   });
@@ -87,8 +88,8 @@ describe('the tenang package', () => {
       process.execPath,
       [
         '-e',
-        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit');" +
-          'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, checks: typeof a.TenangChecks }))',
+        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit'), f = require('tenang/reference');" +
+          'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, job: typeof r.defineJob, checks: typeof a.TenangChecks, capture: typeof f.capturePayment }))',
       ],
       app,
     );
@@ -100,7 +101,9 @@ describe('the tenang package', () => {
       load: 'function',
       app: 'function',
       runner: 'function',
+      job: 'function',
       checks: 'function',
+      capture: 'function',
     });
     expect(fs.existsSync(path.join(app, 'node_modules', '.bin', 'tenang'))).toBe(true);
   });

@@ -15,6 +15,12 @@ export interface DrillInfo {
   readonly consumers: readonly string[];
   /** Longest the drill may take, seconds, when it waits out something real (a hold). @default 300 */
   readonly timeoutSeconds?: number;
+  /**
+   * The job type the drill plays its incident on unless `--job-type` names another: a drill whose
+   * incident and recovery hold for any job type takes any declared one with a `samplePayload`.
+   * @default - none: the drill is about a reference domain fact and takes no `--job-type`
+   */
+  readonly jobType?: string;
 }
 
 /** Every drill, in the order `tenang drill --list` shows them. */
@@ -30,12 +36,14 @@ export const DRILL_CATALOG = [
     runbook: 'backlog',
     incident: 'the notification consumer is paused for maintenance while paid orders keep arriving',
     consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
+    jobType: 'notification.send',
   },
   {
     name: 'dlq-not-empty',
     runbook: 'dlq-not-empty',
     incident: 'the payments DLQ holds a poison message, an exhausted capture and a capture already done',
     consumers: ['payment-consumer'],
+    jobType: 'payment.capture',
   },
   {
     name: 'stuck-lock',
@@ -61,6 +69,7 @@ export const DRILL_CATALOG = [
     runbook: 'pause-overdue',
     incident: 'a short pause of the notification consumer was forgotten and has expired',
     consumers: ['notification-consumer'],
+    jobType: 'notification.send',
   },
   {
     name: 'flag-reconciler',

@@ -1,4 +1,9 @@
-import { checkChaos, type ChaosFacts, type EnqueuedJob } from '../../../lib/chaos/checker';
+import {
+  checkChaos,
+  describeViolations,
+  type ChaosFacts,
+  type EnqueuedJob,
+} from '../../../lib/chaos/checker';
 import { notificationKey } from '../../../lib/core/notification';
 import { paymentCaptureKey } from '../../../lib/core/payment';
 
@@ -204,5 +209,72 @@ describe('Function: checkChaos', () => {
     });
     expect(verdict.locks.holds).toBe(false);
     expect(verdict.locks.violations[0]).toContain('after t2 had acquired it');
+  });
+
+  describe('when the app declares a job type beyond the reference', () => {
+    const invoice: EnqueuedJob = {
+      id: 'j4',
+      type: 'invoice.issue',
+      sku: 'sku-a',
+      orderId: 'o4',
+      quantity: 1,
+      idempotencyKey: 'j4:invoice.issue',
+      copies: 3,
+    };
+    const withInvoice = (calls: readonly string[], done: boolean): ChaosFacts => ({
+      ...goodHistory(),
+      jobs: [...goodHistory().jobs, invoice],
+      declaredJobs: [
+        {
+          jobType: 'invoice.issue',
+          idempotencyKey: 'j4:invoice.issue',
+          correlationId: 'j4',
+          done,
+          evidence: undefined,
+        },
+      ],
+      declaredCalls: calls.map((idempotencyKey) => ({ provider: 'invoicing', idempotencyKey })),
+      declaredProviders: { 'invoice.issue': ['invoicing'] },
+    });
+
+    it('when its job called its provider once and left its record, it classifies the job ok', () => {
+      // Act
+      const v = checkChaos(withInvoice(['j4:invoice.issue'], true));
+
+      // Assess
+      expect(v.classified.find((c) => c.id === 'j4')).toMatchObject({ kind: 'invoice.issue', outcome: 'ok' });
+      expect(v.valid).toBe(true);
+    });
+
+    it('when its job was done twice, it classifies the job duplicated', () => {
+      // Act
+      const v = checkChaos(withInvoice(['j4:invoice.issue', 'j4:invoice.issue'], true));
+
+      // Assess
+      expect(v.classified.find((c) => c.id === 'j4')?.outcome).toBe('duplicated');
+      expect(v.counts.duplicated).toBe(1);
+      expect(v.valid).toBe(false);
+    });
+
+    it('when its job was never done, it classifies the job lost and the declared rule fails', () => {
+      // Act
+      const v = checkChaos(withInvoice([], false));
+
+      // Assess
+      expect(v.classified.find((c) => c.id === 'j4')?.outcome).toBe('lost');
+      expect(v.declared.holds).toBe(false);
+      expect(describeViolations(v)).toEqual(
+        expect.arrayContaining([expect.stringContaining('lost: invoice.issue j4')]),
+      );
+    });
+
+    it('when its provider recorded a key no job asked for, it counts it unexpected', () => {
+      // Act
+      const v = checkChaos(withInvoice(['j4:invoice.issue', 'stray-key'], true));
+
+      // Assess
+      expect(v.unexpected).toEqual(['invoicing call stray-key no job asked for']);
+      expect(v.valid).toBe(false);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { makeWorkload } from '../../../lib/chaos/workload';
+import { CHAOS_JOB_TYPES, makeWorkload } from '../../../lib/chaos/workload';
 
 describe('Function: makeWorkload', () => {
   it('when the same seed is used twice, the workload is the same', () => {
@@ -39,6 +39,33 @@ describe('Function: makeWorkload', () => {
           if (payments === 0 && reservations === 0) expect(changed).toEqual([]);
         },
       ),
+    );
+  });
+
+  it('when the app declares a job type beyond the reference, the workload includes it with 1 to 3 copies, the same per seed', () => {
+    // Act
+    const a = makeWorkload({ seed: 7, jobs: 40, keys: 3, runId: 'r', declaredJobTypes: ['invoice.issue'] });
+    const b = makeWorkload({ seed: 7, jobs: 40, keys: 3, runId: 'r', declaredJobTypes: ['invoice.issue'] });
+
+    // Assess
+    const invoices = a.jobs.filter((j) => j.type === 'invoice.issue');
+    expect(invoices.length).toBeGreaterThan(0);
+    expect(invoices.every((j) => [1, 2, 3].includes(j.copies))).toBe(true);
+    expect(a.jobs.filter((j) => j.type === 'payment.capture').length).toBeGreaterThan(0);
+    expect(b).toEqual(a);
+  });
+
+  it('when no job type is declared beyond the reference, the workload is the one the reference always had', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 30 }), (seed, jobs) => {
+        // Act
+        const plain = makeWorkload({ seed, jobs, keys: 3, runId: 'r' });
+        const none = makeWorkload({ seed, jobs, keys: 3, runId: 'r', declaredJobTypes: [] });
+
+        // Assess
+        expect(none).toEqual(plain);
+        expect(plain.jobs.every((j) => (CHAOS_JOB_TYPES as readonly string[]).includes(j.type))).toBe(true);
+      }),
     );
   });
 });

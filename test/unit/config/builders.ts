@@ -29,7 +29,6 @@ export function jobTypeInput(overrides: Partial<JobTypeInput> = {}): JobTypeInpu
     criticality: 'deferrable',
     latencyObjectiveSeconds: 300,
     owner: 'test-team',
-    dependencies: [],
     idempotent: true,
     pauseCost: 'Shipments wait; nothing is lost.',
     runbook: 'order-ship',
@@ -46,6 +45,7 @@ export function fifoJobTypeInput(overrides: Partial<JobTypeInput> = {}): JobType
 export function streamConsumerInput(overrides: Partial<StreamConsumerInput> = {}): StreamConsumerInput {
   return {
     consumer: 'cache-invalidator',
+    table: 'orders',
     function: { timeoutSeconds: 10, memoryMb: 256 },
     batchSize: 100,
     retryAttempts: 3,
@@ -62,6 +62,7 @@ export function streamConsumerInput(overrides: Partial<StreamConsumerInput> = {}
 export function pipelineInput(overrides: Partial<PipelineInput> = {}): PipelineInput {
   return {
     stage: stageInput(),
+    tables: [{ name: 'orders', partitionKey: 'orderId', stream: 'NEW_AND_OLD_IMAGES' }],
     jobTypes: [jobTypeInput()],
     streamConsumers: [streamConsumerInput()],
     ...overrides,

@@ -193,6 +193,14 @@ describe('Function: loadPipelineConfig', () => {
         says: "longer than SQS's 80 characters",
       },
       {
+        case: 'a job type keeps idempotency records without the actions to complete and give them back',
+        input: pipelineInput({
+          jobTypes: [jobTypeInput({ resources: { tables: { idempotency: ['GetItem', 'PutItem'] } } })],
+        }),
+        path: 'jobTypes[0].resources.tables.idempotency',
+        says: 'missing: UpdateItem, DeleteItem',
+      },
+      {
         case: 'the region is not an AWS region',
         input: pipelineInput({ stage: stageInput({ region: 'europe-west' }) }),
         path: 'stage.region',

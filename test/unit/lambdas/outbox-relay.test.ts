@@ -24,8 +24,8 @@ const INVENTORY_URL = 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-u
 const ENV = {
   TENANG_STAGE: 'unit',
   AWS_REGION: 'eu-west-1',
-  NOTIFICATION_QUEUE_URL: NOTIFY_URL,
-  INVENTORY_QUEUE_URL: INVENTORY_URL,
+  NOTIFICATION_SEND_QUEUE_URL: NOTIFY_URL,
+  INVENTORY_RESERVE_QUEUE_URL: INVENTORY_URL,
   DEGRADE_FLAG: '/tenang/unit/flags/degrade',
   DEDUP_TABLE: 'tenang-unit-dedup',
 };

@@ -9,7 +9,8 @@ import { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as PaymentConsumerModule from '../../../lambdas/payment-consumer';
+import { paymentCapture } from '../../../examples/reference/jobs/payment-capture';
+import { jobIdempotencyKeyPrefix } from '../../../lib/adapters/define-job';
 import { loadPipelineConfig } from '../../../lib/config';
 import { referencePipeline } from '../../../examples/reference/pipeline';
 import { makeEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';
@@ -133,24 +134,8 @@ describe('Class: DynamoDbEffectChecker', () => {
     new DynamoDbEffectChecker(new DynamoDBClient({ region: 'eu-west-1' }), tables, () => NOW);
   const job = <T extends JobTypeName>(body: string): JobEnvelope<T> => JSON.parse(body) as JobEnvelope<T>;
 
-  it('when computing a payment record id, it matches what Powertools stores for the payment consumer', async () => {
-    // Prepare: the consumer's module reads its environment when loaded.
-    const saved = { ...process.env };
-    Object.assign(process.env, {
-      TENANG_STAGE: 'unit',
-      AWS_REGION: 'eu-west-1',
-      ORDERS_TABLE: 'o',
-      IDEMPOTENCY_TABLE: 'i',
-      PAYMENT_PROVIDER_URL: 'https://payments.example.com',
-      QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/1/q.fifo',
-      DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/1/d.fifo',
-    });
-    let consumer: typeof PaymentConsumerModule;
-    try {
-      consumer = await import('../../../lambdas/payment-consumer');
-    } finally {
-      process.env = saved;
-    }
+  it('when computing a payment record id, it matches what Powertools stores for the payment consumer', () => {
+    // Prepare: the runner keys the job module's records on its job type.
     class Exposed extends DynamoDBPersistenceLayer {
       public key(data: unknown): string {
         return this.getHashedIdempotencyKey(data as never);
@@ -159,7 +144,7 @@ describe('Class: DynamoDbEffectChecker', () => {
     const layer = new Exposed({ tableName: 'idem' });
     layer.configure({
       config: new IdempotencyConfig({ eventKeyJmesPath: 'idempotencyKey' }),
-      keyPrefix: consumer.IDEMPOTENCY_KEY_PREFIX,
+      keyPrefix: jobIdempotencyKeyPrefix(paymentCapture.name),
     });
 
     // Act

@@ -1,10 +1,3 @@
-import {
-  IdempotencyAlreadyInProgressError,
-  IdempotencyInconsistentStateError,
-  IdempotencyKeyError,
-  IdempotencyPersistenceLayerError,
-  IdempotencyValidationError,
-} from '@aws-lambda-powertools/idempotency';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import {
@@ -20,174 +13,26 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as PaymentConsumerModule from '../../../lambdas/payment-consumer';
+import { paymentCapture } from '../../../examples/reference/jobs/payment-capture';
 import { DynamoDbOrderStore } from '../../../lib/adapters/aws/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../../lib/adapters/aws/sqs-job-runner';
 import { TransactionalDynamoDBPersistenceLayer } from '../../../lib/adapters/aws/transactional-persistence';
-import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
+import { createJobHandler } from '../../../lib/adapters/define-job';
+import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
 import { makeEnvelope } from '../../../lib/core/envelope';
-import {
-  classifyError,
-  TransientError,
-  TransitionAlreadyDoneError,
-  ValidationError,
-} from '../../../lib/core/errors';
 import type { Order } from '../../../lib/core/order';
-import { OrderAlreadyPaidError, paymentCaptureKey, type PaymentProvider } from '../../../lib/core/payment';
+import { paymentCaptureKey, type PaymentProvider } from '../../../lib/core/payment';
 import { jobRecord, sqsEvent } from '../../helpers/job-records';
 import { lambdaContext } from '../../helpers/sqs-events';
 
 const ENV = {
-  TENANG_STAGE: 'unit',
-  AWS_REGION: 'eu-west-1',
   ORDERS_TABLE: 'tenang-unit-orders',
   IDEMPOTENCY_TABLE: 'tenang-unit-idempotency',
-  PAYMENT_PROVIDER_URL: 'https://payments.example.com',
   QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-payment-capture.fifo',
   DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-payment-capture-dlq.fifo',
 };
-
-let consumer: typeof PaymentConsumerModule;
-
-beforeAll(async () => {
-  const saved = { ...process.env };
-  Object.assign(process.env, ENV);
-  try {
-    consumer = await import('../../../lambdas/payment-consumer');
-  } finally {
-    process.env = saved;
-  }
-});
-
-describe('Function: toDomainError', () => {
-  it.each([
-    {
-      given: new IdempotencyAlreadyInProgressError('in progress'),
-      expected: TransientError,
-      kind: 'transient',
-    },
-    {
-      given: new IdempotencyInconsistentStateError('expired while in progress'),
-      expected: TransientError,
-      kind: 'transient',
-    },
-    {
-      given: new IdempotencyValidationError('Payload does not match stored record for this event key'),
-      expected: ValidationError,
-      kind: 'permanent',
-    },
-    {
-      given: new IdempotencyPersistenceLayerError('Failed to save in progress record', {
-        cause: new IdempotencyKeyError('No data found to create a hashed idempotency_key'),
-      }),
-      expected: ValidationError,
-      kind: 'permanent',
-    },
-  ])(
-    'when Powertools throws $given.name, it becomes a $kind $expected.name keeping the cause',
-    ({ given, expected, kind }) => {
-      // Act
-      const mapped = consumer.toDomainError(given);
-
-      // Assess
-      expect(mapped).toBeInstanceOf(expected);
-      expect(classifyError(mapped)).toBe(kind);
-      expect((mapped as Error).cause).toBeDefined();
-    },
-  );
-
-  it('when the persistence layer failed with a domain error (the completing transaction), it is that error', () => {
-    // Prepare
-    const domain = new TransitionAlreadyDoneError('order is already PAID');
-    const wrapped = new IdempotencyPersistenceLayerError('Failed to update success record', {
-      cause: domain,
-    });
-
-    // Act
-    const mapped = consumer.toDomainError(wrapped);
-
-    // Assess
-    expect(mapped).toBe(domain);
-  });
-
-  it('when the claim was refused because the order is already paid, it is that OrderAlreadyPaidError (the handler reports a duplicate)', () => {
-    // Prepare
-    const domain = new OrderAlreadyPaidError('order-1', 'PAID');
-    const wrapped = new IdempotencyPersistenceLayerError('Failed to save in progress record', {
-      cause: domain,
-    });
-
-    // Act
-    const mapped = consumer.toDomainError(wrapped);
-
-    // Assess
-    expect(mapped).toBe(domain);
-  });
-
-  it('when the persistence layer failed on a retryable SDK error, it is that error (transient)', () => {
-    // Prepare
-    const throttled = Object.assign(new Error('slow down'), {
-      name: 'ProvisionedThroughputExceededException',
-    });
-    const wrapped = new IdempotencyPersistenceLayerError('Failed to save in progress record', {
-      cause: throttled,
-    });
-
-    // Act
-    const mapped = consumer.toDomainError(wrapped);
-
-    // Assess
-    expect(mapped).toBe(throttled);
-    expect(classifyError(mapped)).toBe('transient');
-  });
-
-  it('when the persistence layer failed on something unknown, it stays as it is (a bug)', () => {
-    // Prepare
-    const wrapped = new IdempotencyPersistenceLayerError('Failed', { cause: new Error('what?') });
-
-    // Act
-    const mapped = consumer.toDomainError(wrapped);
-
-    // Assess
-    expect(mapped).toBe(wrapped);
-    expect(classifyError(mapped)).toBe('bug');
-  });
-
-  it('when the error is not Powertools’, it passes through unchanged', () => {
-    // Prepare
-    const error = new TransientError('provider answered 503');
-
-    // Act
-    const mapped = consumer.toDomainError(error);
-
-    // Assess
-    expect(mapped).toBe(error);
-  });
-});
-
-describe('Schema: PaymentConsumerEnvSchema', () => {
-  it('when variables are missing or malformed, it names every one in one error', () => {
-    // Prepare
-    const env = { ...ENV, ORDERS_TABLE: undefined, DLQ_URL: 'not a url', IDEMPOTENCY_TABLE: undefined };
-
-    // Act
-    let error: unknown;
-    try {
-      parseFunctionEnv('payment-consumer', consumer.PaymentConsumerEnvSchema, env);
-    } catch (thrown) {
-      error = thrown;
-    }
-
-    // Assess
-    expect(error).toBeInstanceOf(FunctionEnvError);
-    expect((error as FunctionEnvError).problems.map((p) => p.split(':')[0])).toEqual([
-      'ORDERS_TABLE',
-      'IDEMPOTENCY_TABLE',
-      'DLQ_URL',
-    ]);
-  });
-});
+const SERVICE_NAME = 'payment-consumer';
 
 const JOB_TYPE = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'payment.capture');
 const NOW = new Date('2030-06-01T12:00:00.000Z');
@@ -237,7 +82,7 @@ const orderCheckFailed = (order: Order): TransactionCanceledException =>
   });
 
 interface HandlerFixture {
-  readonly handler: ReturnType<typeof PaymentConsumerModule.createHandler>;
+  readonly handler: ReturnType<typeof createJobHandler>;
   readonly persistence: TransactionalDynamoDBPersistenceLayer;
   readonly provider: jest.Mocked<PaymentProvider>;
   readonly outcomes: () => string[];
@@ -250,18 +95,17 @@ function handlerFixture(): HandlerFixture {
     awsSdkV3Client: client,
   });
   const provider = { capture: jest.fn().mockResolvedValue({ chargeId: 'ch_1', replayed: false }) };
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
   const addMetric = jest.spyOn(metrics, 'addMetric');
-  const handler = consumer.createHandler({
+  const handler = createJobHandler(paymentCapture, {
     jobType: JOB_TYPE,
     queueUrl: ENV.QUEUE_URL,
     dlqUrl: ENV.DLQ_URL,
     sqs: new SQSClient({ region: 'eu-west-1' }),
-    orders: new DynamoDbOrderStore(client, ENV.ORDERS_TABLE, () => NOW),
-    persistence,
-    provider,
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    dynamodb: client,
+    state: { orders: new DynamoDbOrderStore(client, ENV.ORDERS_TABLE, () => NOW), persistence, provider },
+    logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
     clock: () => NOW,
     random: () => 0,
@@ -281,7 +125,7 @@ function handlerFixture(): HandlerFixture {
   };
 }
 
-describe('Function: createHandler (payment-consumer)', () => {
+describe('Job: payment.capture (createJobHandler)', () => {
   beforeEach(() => {
     ddbMock.reset();
     docMock.reset();

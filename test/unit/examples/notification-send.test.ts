@@ -8,9 +8,10 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as NotificationConsumerModule from '../../../lambdas/notification-consumer';
+import { inFlightClaimSeconds, notificationSend } from '../../../examples/reference/jobs/notification-send';
+import { createJobHandler, jobHandler } from '../../../lib/adapters/define-job';
 import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
-import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
+import { FunctionEnvError, stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
 import { CircuitBreaker } from '../../../lib/core/circuit-breaker';
 import type { NotificationSendPayload } from '../../../lib/core/envelope';
@@ -22,29 +23,13 @@ import { manualClock, type ManualClock } from '../../helpers/manual-clock';
 import { lambdaContext } from '../../helpers/sqs-events';
 
 const ENV = {
-  TENANG_STAGE: 'unit',
-  AWS_REGION: 'eu-west-1',
-  DEDUP_TABLE: 'tenang-unit-dedup',
-  MESSAGING_PROVIDER_URL: 'https://messaging.example.com',
-  DEGRADE_FLAG: '/tenang/unit/flags/degrade',
   QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send',
   DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send-dlq',
   EXPIRED_QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-notification-send-expired',
 };
 const JOB_TYPE = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'notification.send');
+const SERVICE_NAME = 'notification-consumer';
 const sqsMock = mockClient(SQSClient);
-
-let consumer: typeof NotificationConsumerModule;
-
-beforeAll(async () => {
-  const saved = { ...process.env };
-  Object.assign(process.env, ENV);
-  try {
-    consumer = await import('../../../lambdas/notification-consumer');
-  } finally {
-    process.env = saved;
-  }
-});
 
 afterEach(() => {
   jest.restoreAllMocks();
@@ -81,7 +66,7 @@ interface Fixture {
   readonly breaker: CircuitBreaker;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  readonly handler: ReturnType<typeof NotificationConsumerModule.createHandler>;
+  readonly handler: ReturnType<typeof createJobHandler>;
 }
 
 function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
@@ -95,11 +80,11 @@ function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
     coolDownMs: 20_000,
     clock,
   });
-  const logger = new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' });
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  const logger = new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' });
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'addMetric');
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
-  const handler = consumer.createHandler({
+  const handler = createJobHandler(notificationSend, {
     jobType: JOB_TYPE,
     queueUrl: ENV.QUEUE_URL,
     dlqUrl: ENV.DLQ_URL,
@@ -107,14 +92,17 @@ function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
     sqs: new SQSClient({ region: 'eu-west-1' }),
     logger,
     metrics,
-    dedup,
-    provider,
-    breaker,
-    bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+    state: {
+      dedup,
+      provider,
+      breaker,
+      bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+      inFlightClaimSeconds: inFlightClaimSeconds(JOB_TYPE),
+      sleep: () => Promise.resolve(),
+    },
     isDegraded: opts.degraded ?? (() => Promise.resolve(false)),
     random: () => 0,
     clock,
-    sleep: () => Promise.resolve(),
   });
   return { clock, dedup, provider, breaker, metrics, logger, handler };
 }
@@ -133,7 +121,7 @@ function resent(): SendMessageCommandInput[] {
   return sqsMock.commandCalls(SendMessageCommand).map((call) => call.args[0].input);
 }
 
-describe('Function: createHandler (notification-consumer)', () => {
+describe('Job: notification.send (createJobHandler)', () => {
   it('when a new notification arrives, it sends it once and the record succeeds', async () => {
     // Prepare
     const { handler, provider, metrics } = fixture();
@@ -164,7 +152,7 @@ describe('Function: createHandler (notification-consumer)', () => {
   it('when another delivery of the notification holds an in-flight claim, it defers the message for about that claim instead of dropping it', async () => {
     // Prepare
     const { handler, provider, dedup, metrics } = fixture();
-    const claimSeconds = consumer.inFlightClaimSeconds(JOB_TYPE);
+    const claimSeconds = inFlightClaimSeconds(JOB_TYPE);
     await dedup.claim('notification:order-1:order-paid', claimSeconds);
 
     // Act
@@ -247,7 +235,7 @@ describe('Function: createHandler (notification-consumer)', () => {
 describe('Function: inFlightClaimSeconds', () => {
   it('when derived from the reference job type, it outlasts the function timeout and expires before a crashed message returns', () => {
     // Act
-    const seconds = consumer.inFlightClaimSeconds(JOB_TYPE);
+    const seconds = inFlightClaimSeconds(JOB_TYPE);
 
     // Assess
     expect(seconds).toBeGreaterThan(JOB_TYPE.function.timeoutSeconds);
@@ -255,47 +243,18 @@ describe('Function: inFlightClaimSeconds', () => {
   });
 });
 
-describe('Schema: NotificationConsumerEnvSchema', () => {
-  it('when variables are missing or malformed, it names every one in one error', () => {
-    // Prepare
-    const env = {
-      ...ENV,
-      DEDUP_TABLE: undefined,
-      MESSAGING_PROVIDER_URL: 'not a url',
-      DEGRADE_FLAG: undefined,
-    };
-
-    // Act
-    let error: unknown;
-    try {
-      parseFunctionEnv(consumer.SERVICE_NAME, consumer.NotificationConsumerEnvSchema, env);
-    } catch (thrown) {
-      error = thrown;
-    }
-
-    // Assess
-    expect(error).toBeInstanceOf(FunctionEnvError);
-    expect((error as FunctionEnvError).problems).toEqual(
-      expect.arrayContaining([
-        'DEDUP_TABLE: is not set',
-        'DEGRADE_FLAG: is not set',
-        expect.stringMatching(/^MESSAGING_PROVIDER_URL: /) as unknown,
-      ]),
-    );
-    expect((error as FunctionEnvError).problems).toHaveLength(3);
-  });
-
-  it('when the module loads without its environment, it fails at init naming the variables', async () => {
+describe('Function: handler (notification.send)', () => {
+  it('when it runs without its environment, it fails naming every missing variable', async () => {
     // Prepare
     const saved = { ...process.env };
-    for (const name of Object.keys(ENV)) delete process.env[name];
+    for (const name of ['QUEUE_URL', 'DLQ_URL', 'DEDUP_TABLE', 'MESSAGING_PROVIDER_URL'])
+      delete process.env[name];
+    Object.assign(process.env, { TENANG_STAGE: 'unit', AWS_REGION: 'eu-west-1' });
 
     // Act
     let error: unknown;
     try {
-      await jest.isolateModulesAsync(async () => {
-        await import('../../../lambdas/notification-consumer');
-      });
+      await jobHandler(notificationSend)(sqsEvent(notification('m-1')), lambdaContext());
     } catch (thrown) {
       error = thrown;
     } finally {
@@ -303,7 +262,12 @@ describe('Schema: NotificationConsumerEnvSchema', () => {
     }
 
     // Assess
-    expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).toContain('QUEUE_URL: is not set');
+    expect(error).toBeInstanceOf(FunctionEnvError);
+    expect((error as FunctionEnvError).problems).toEqual([
+      'QUEUE_URL: is not set',
+      'DLQ_URL: is not set',
+      'DEDUP_TABLE: is not set',
+      'MESSAGING_PROVIDER_URL: is not set',
+    ]);
   });
 });

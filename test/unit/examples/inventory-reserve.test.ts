@@ -8,11 +8,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as InventoryConsumerModule from '../../../lambdas/inventory-consumer';
+import { inventoryReserve, leaseTtlMs } from '../../../examples/reference/jobs/inventory-reserve';
 import { DLQ_ATTRIBUTE } from '../../../lib/adapters/aws/sqs-job-runner';
+import { createJobHandler } from '../../../lib/adapters/define-job';
 import { InMemoryInventoryStore } from '../../../lib/adapters/fakes/memory-inventory-store';
 import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
-import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
+import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
 import { skuLockResource } from '../../../lib/core/inventory';
 import { LeaseLock } from '../../../lib/core/lease-lock';
@@ -21,29 +22,13 @@ import { manualClock, sequentialTokens, type ManualClock } from '../../helpers/m
 import { lambdaContext } from '../../helpers/sqs-events';
 
 const ENV = {
-  TENANG_STAGE: 'unit',
-  AWS_REGION: 'eu-west-1',
-  LOCKS_TABLE: 'tenang-unit-locks',
-  INVENTORY_TABLE: 'tenang-unit-inventory',
-  DEGRADE_FLAG: '/tenang/unit/flags/degrade',
   QUEUE_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-inventory-reserve',
   DLQ_URL: 'https://sqs.eu-west-1.amazonaws.com/123456789012/tenang-unit-inventory-reserve-dlq',
 };
 const JOB_TYPE = jobTypeByName(stageConfig('unit', 'eu-west-1'), 'inventory.reserve');
 const SKU = 'sku-1';
+const SERVICE_NAME = 'inventory-consumer';
 const sqsMock = mockClient(SQSClient);
-
-let consumer: typeof InventoryConsumerModule;
-
-beforeAll(async () => {
-  const saved = { ...process.env };
-  Object.assign(process.env, ENV);
-  try {
-    consumer = await import('../../../lambdas/inventory-consumer');
-  } finally {
-    process.env = saved;
-  }
-});
 
 beforeEach(() => {
   sqsMock.reset();
@@ -60,7 +45,7 @@ interface Fixture {
   readonly locks: InMemoryLockStore;
   readonly inventory: InMemoryInventoryStore;
   readonly metrics: Metrics;
-  readonly handler: ReturnType<typeof InventoryConsumerModule.createHandler>;
+  readonly handler: ReturnType<typeof createJobHandler>;
 }
 
 function fixture(opts: { stock?: number; degraded?: boolean } = {}): Fixture {
@@ -68,21 +53,24 @@ function fixture(opts: { stock?: number; degraded?: boolean } = {}): Fixture {
   const locks = new InMemoryLockStore();
   const inventory = new InMemoryInventoryStore();
   inventory.seed(SKU, opts.stock ?? 10);
-  const metrics = new Metrics({ namespace: 'tenang', serviceName: consumer.SERVICE_NAME });
+  const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
   jest.spyOn(metrics, 'addMetric');
   jest.spyOn(metrics, 'publishStoredMetrics').mockReturnThis();
-  const handler = consumer.createHandler({
+  const handler = createJobHandler(inventoryReserve, {
     jobType: JOB_TYPE,
     queueUrl: ENV.QUEUE_URL,
     dlqUrl: ENV.DLQ_URL,
     sqs: new SQSClient({ region: 'eu-west-1' }),
-    logger: new Logger({ serviceName: consumer.SERVICE_NAME, logLevel: 'SILENT' }),
+    logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
-    locks,
-    inventory,
+    state: {
+      locks,
+      inventory,
+      leaseTtlMs: leaseTtlMs(JOB_TYPE),
+      every: () => () => undefined,
+      newToken: sequentialTokens('consumer'),
+    },
     isDegraded: () => Promise.resolve(opts.degraded ?? false),
-    every: () => () => undefined,
-    newToken: sequentialTokens('consumer'),
     random: () => 0,
     clock,
   });
@@ -97,7 +85,7 @@ function resent(): SendMessageCommandInput[] {
   return sqsMock.commandCalls(SendMessageCommand).map((call) => call.args[0].input);
 }
 
-describe('Function: createHandler (inventory-consumer)', () => {
+describe('Job: inventory.reserve (createJobHandler)', () => {
   it('when the SKU is free, it reserves the stock, releases the lock and the record succeeds', async () => {
     // Prepare
     const { handler, inventory, locks, metrics } = fixture();
@@ -229,35 +217,9 @@ describe('Function: createHandler (inventory-consumer)', () => {
 describe('Function: leaseTtlMs', () => {
   it('when derived from the reference job type, it is a third of the function timeout', () => {
     // Act
-    const ttl = consumer.leaseTtlMs(JOB_TYPE);
+    const ttl = leaseTtlMs(JOB_TYPE);
 
     // Assess
     expect(ttl).toBe((JOB_TYPE.function.timeoutSeconds * 1000) / 3);
-  });
-});
-
-describe('Schema: InventoryConsumerEnvSchema', () => {
-  it('when variables are missing or malformed, it names every one in one error', () => {
-    // Prepare
-    const env = { ...ENV, LOCKS_TABLE: undefined, INVENTORY_TABLE: undefined, QUEUE_URL: 'nope' };
-
-    // Act
-    let error: unknown;
-    try {
-      parseFunctionEnv(consumer.SERVICE_NAME, consumer.InventoryConsumerEnvSchema, env);
-    } catch (thrown) {
-      error = thrown;
-    }
-
-    // Assess
-    expect(error).toBeInstanceOf(FunctionEnvError);
-    expect((error as FunctionEnvError).problems).toEqual(
-      expect.arrayContaining([
-        'LOCKS_TABLE: is not set',
-        'INVENTORY_TABLE: is not set',
-        expect.stringMatching(/^QUEUE_URL: /) as unknown,
-      ]),
-    );
-    expect((error as FunctionEnvError).problems).toHaveLength(3);
   });
 });

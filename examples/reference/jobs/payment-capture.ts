@@ -1,0 +1,71 @@
+/**
+ * payment.capture (D1, D3, I1–I4): charges an order once. The idempotency claim and the order's
+ * guard (PENDING, same amount) are one transaction; the PAID transition commits with the
+ * record's completion in another: two DynamoDB calls per capture, one per duplicate.
+ */
+import type { PaymentCapturePayload, PaymentProvider, StagedTransition } from 'tenang/reference';
+import {
+  captureGuard,
+  capturePayment,
+  DynamoDbOrderStore,
+  HttpPaymentProvider,
+  OrderAlreadyPaidError,
+  PaymentCapturePayload as Payload,
+  paymentCaptureKey,
+} from 'tenang/reference';
+import {
+  defineJob,
+  jobHandler,
+  TransactionalDynamoDBPersistenceLayer,
+  type StagedPrecondition,
+  type StagedWrite,
+} from 'tenang/runtime';
+
+/** Orders as the capture uses them: a guard checked in the claim, a transition staged for the completion. */
+export interface StagingOrderStore {
+  captureGuardCheck(guard: ReturnType<typeof captureGuard>): StagedPrecondition;
+  stagedTransition(transition: StagedTransition): StagedWrite;
+}
+
+/** The capture's per-process state (tests pass fakes). */
+export interface PaymentCaptureState {
+  readonly orders: StagingOrderStore;
+  readonly provider: PaymentProvider;
+  readonly persistence: TransactionalDynamoDBPersistenceLayer;
+}
+
+export const paymentCapture = defineJob({
+  name: 'payment.capture',
+  payload: Payload,
+  setup: (ctx): PaymentCaptureState => ({
+    orders: new DynamoDbOrderStore(ctx.dynamodb, ctx.table('orders')),
+    // At most 10 s: room for the runner to report the failure within the function timeout.
+    provider: new HttpPaymentProvider({
+      baseUrl: ctx.providerUrl('payment'),
+      timeoutMs: Math.min(10_000, ctx.providerTimeoutMs),
+    }),
+    persistence: new TransactionalDynamoDBPersistenceLayer({
+      tableName: ctx.table('idempotency'),
+      awsSdkV3Client: ctx.dynamodb,
+      warnings: ctx.logger,
+    }),
+  }),
+  idempotencyKey: (payload: PaymentCapturePayload) => paymentCaptureKey(payload.paymentId),
+  idempotency: {
+    persistence: (_ctx, state) => state.persistence,
+    // The core reads nothing: the guard is checked in the claim, or nothing is charged.
+    claimPrecondition: (job, state) => state.orders.captureGuardCheck(captureGuard(job)),
+    alreadyDone: (error) => error instanceof OrderAlreadyPaidError,
+  },
+  async run(payload, ctx) {
+    const captured = await capturePayment(ctx.job, {
+      provider: ctx.state.provider,
+      crash: ctx.crash,
+      clock: ctx.clock,
+      stageTransition: (transition) => ctx.stage(ctx.state.orders.stagedTransition(transition)),
+    });
+    ctx.logger.info('payment captured', { orderId: payload.orderId, chargeId: captured.chargeId });
+  },
+});
+
+export const handler = jobHandler(paymentCapture);
