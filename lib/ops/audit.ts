@@ -10,11 +10,13 @@ import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import type { PipelineInput } from '../config';
 import { buildApp } from '../infra/app';
-import { auditFailed, type ChecklistItem } from '../infra/audit/checklist';
+import { auditFailed, type AuditFinding, type ChecklistItem } from '../infra/audit/checklist';
 import { auditPipelineConfig } from '../infra/audit/config-audit';
 import { auditLive } from '../infra/audit/live-audit';
 import { LiveStackNotFoundError, readLiveStack } from '../infra/audit/live-reader';
-import { auditTemplate } from '../infra/audit/template-audit';
+import { auditTemplates, type StackTemplate } from '../infra/audit/template-audit';
+import { readTemplateSource, readTemplateText } from '../infra/audit/template-input';
+import { TemplateFormatError } from '../infra/audit/template-text';
 import { STAGE_CONTEXT_KEY } from '../infra/target';
 import { CommandFailedError, UsageError, type CliContext } from './cli-context';
 import type { AuditOptions } from './commands/audit';
@@ -26,6 +28,23 @@ export interface AuditResult {
   readonly source: string;
   readonly items: readonly ChecklistItem[];
   readonly failed: boolean;
+  /** The template rules' failing and not-checkable findings, each with its stack, file and line. */
+  readonly findings?: readonly AuditFinding[];
+}
+
+/** What `-` stands for: the template's text on stdin (`cdk synth | tenang audit -`). */
+export const STDIN_SOURCE = '-';
+
+/** Reads the audit's input: a template file, a cdk.out directory, or stdin; refusals are usage errors. */
+export function readAuditInput(source: string, readStdin: () => string): StackTemplate[] {
+  try {
+    if (source === STDIN_SOURCE) return [readTemplateText(readStdin(), 'stdin')];
+    if (!fs.existsSync(source)) throw new UsageError(`no template at ${source}`);
+    return readTemplateSource(source);
+  } catch (error) {
+    if (error instanceof TemplateFormatError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /**
@@ -56,20 +75,46 @@ export function synthesizeProjectTemplate(
   }
 }
 
-/** Runs the audit: a given template alone, or the project's synthesized template plus its config. */
-export function runAudit(options: AuditOptions, ctx: CliContext): AuditResult {
+/**
+ * The whole of stdin. Read as a stream: a synchronous read of a pipe fails with EAGAIN when the
+ * pipe is non-blocking (as under tsx).
+ */
+export async function readStdinText(stream: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Runs the audit: a given template (file, cdk.out or stdin) alone, or the project's synthesized
+ * template plus its config. `readStdin` gives stdin's text (read before, see readStdinText).
+ */
+export function runAudit(
+  options: AuditOptions,
+  ctx: CliContext,
+  readStdin: () => string = () => {
+    throw new UsageError('stdin was not read: pass its text to runAudit');
+  },
+): AuditResult {
   if (options.template !== undefined) {
-    if (!fs.existsSync(options.template)) throw new UsageError(`no template at ${options.template}`);
-    let template: unknown;
+    const stacks = readAuditInput(options.template, readStdin);
+    let audit: ReturnType<typeof auditTemplates>;
     try {
-      template = JSON.parse(fs.readFileSync(options.template, 'utf8'));
+      audit = auditTemplates(stacks);
     } catch (error) {
-      throw new UsageError(
-        `${options.template} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      if (error instanceof TemplateFormatError)
+        throw new UsageError(
+          `${options.template === STDIN_SOURCE ? 'stdin' : options.template}: ${error.message}`,
+        );
+      throw error;
     }
-    const items = auditTemplate(template);
-    return { source: options.template, items, failed: auditFailed(items) };
+    const source =
+      stacks.length > 1
+        ? `${options.template} (${stacks.length} stacks: ${stacks.map((s) => s.name).join(', ')})`
+        : options.template === STDIN_SOURCE
+          ? 'stdin'
+          : options.template;
+    return { source, items: audit.items, failed: auditFailed(audit.items), findings: audit.findings };
   }
   const { stackName, template } = synthesizeProjectTemplate(
     ctx.config.declaration,
@@ -77,8 +122,9 @@ export function runAudit(options: AuditOptions, ctx: CliContext): AuditResult {
     ctx.region,
     ctx.err,
   );
-  const items = [...auditTemplate(template), ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];
-  return { source: `synthesized ${stackName}`, items, failed: auditFailed(items) };
+  const audit = auditTemplates([{ name: stackName, template }]);
+  const items = [...audit.items, ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];
+  return { source: `synthesized ${stackName}`, items, failed: auditFailed(items), findings: audit.findings };
 }
 
 /** Audits the stage's deployed stack through the AWS APIs, plus the pipeline config it was deployed from. */

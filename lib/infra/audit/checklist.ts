@@ -35,9 +35,30 @@ export interface ItemFinding {
   readonly resource: string;
   readonly compliant: boolean;
   readonly why: string;
+  /** `false`: the input cannot show the fact (e.g. a reference into a stack not given); not a pass. */
+  readonly checkable?: boolean;
 }
 
-/** Folds a rule's findings into one checklist line: any failure fails it; no finding is not-applicable. */
+/** A failing or not-checkable finding with where it is: what SARIF and markdown reports list. */
+export interface AuditFinding {
+  readonly ruleId: string;
+  readonly featureId: string;
+  readonly level: AuditLevel;
+  readonly status: 'fail' | 'not-checkable';
+  /** The resource as the user wrote it, e.g. `Queue`, `MyFunction (event MySQSEvent)`, `Stack/Queue`. */
+  readonly resource: string;
+  /** The stack it is in, when the input has more than one. */
+  readonly stack?: string;
+  /** The template file it is in, and its 1-based line there, when known. */
+  readonly file?: string;
+  readonly line?: number;
+  readonly why: string;
+}
+
+/**
+ * Folds a rule's findings into one checklist line: any failure fails it, else any not-checkable
+ * finding makes it not-checkable; no finding is not-applicable.
+ */
 export function checklistItem(
   rule: {
     readonly ruleId: string;
@@ -48,13 +69,21 @@ export function checklistItem(
   findings: readonly ItemFinding[],
 ): ChecklistItem {
   const failing = findings.filter((f) => !f.compliant);
-  const shown = failing.length > 0 ? failing : findings;
+  const unknown = findings.filter((f) => f.compliant && f.checkable === false);
+  const shown = failing.length > 0 ? failing : unknown.length > 0 ? unknown : findings;
   return {
     ruleId: rule.ruleId,
     featureId: rule.featureId,
     title: rule.title,
     level: rule.level ?? 'error',
-    status: findings.length === 0 ? 'not-applicable' : failing.length > 0 ? 'fail' : 'pass',
+    status:
+      findings.length === 0
+        ? 'not-applicable'
+        : failing.length > 0
+          ? 'fail'
+          : unknown.length > 0
+            ? 'not-checkable'
+            : 'pass',
     why: findings.length === 0 ? 'nothing in scope' : shown.map((f) => f.why).join('; '),
     resources: [...new Set(shown.map((f) => f.resource))],
   };

@@ -110,7 +110,7 @@ function finding(logicalId: string, compliant: boolean, why: string): ResourceFi
 }
 
 /** The logical id and attribute a `Ref` (attribute undefined) or `Fn::GetAtt` names. */
-function intrinsicTarget(value: unknown): { id: string; attribute: string | undefined } | undefined {
+export function intrinsicTarget(value: unknown): { id: string; attribute: string | undefined } | undefined {
   if (!isRecord(value)) return undefined;
   if (typeof value.Ref === 'string') return { id: value.Ref, attribute: undefined };
   const getAtt = value['Fn::GetAtt'];
@@ -145,8 +145,12 @@ function literalProperty(resource: TemplateResource | undefined, key: string): s
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Renders a value with its intrinsics as `${Id}` / `${Id.Attr}` and Fn::Join joined (Fn::Sub's own syntax). */
-function render(value: unknown): string {
+/**
+ * Renders a value with its intrinsics as `${Id}` / `${Id.Attr}`, Fn::Join joined and Fn::Sub's
+ * variables put in (Fn::Sub's own syntax): two values that deploy the same render the same, so
+ * `!GetAtt Q.QueueName`, `!Sub '${Q.QueueName}'` and `!Join ['', [!GetAtt Q.QueueName]]` compare equal.
+ */
+export function render(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   const target = intrinsicTarget(value);
@@ -158,7 +162,12 @@ function render(value: unknown): string {
       return (join[1] as unknown[]).map(render).join(join[0]);
     const sub = value['Fn::Sub'];
     if (typeof sub === 'string') return sub;
-    if (Array.isArray(sub) && typeof sub[0] === 'string') return sub[0];
+    if (Array.isArray(sub) && typeof sub[0] === 'string') {
+      const variables = isRecord(sub[1]) ? sub[1] : {};
+      return sub[0].replace(/\$\{([^!}][^}]*)\}/g, (whole, name: string) =>
+        name in variables ? render(variables[name]) : whole,
+      );
+    }
   }
   return JSON.stringify(value) ?? '';
 }
@@ -307,6 +316,7 @@ const valkeyAuth: TemplateRule = {
     'A Valkey user group holds only users with a password or IAM authentication, one of them named "default".',
   explanation:
     'A VALKEY user group may only contain users with an authentication mechanism: a member with NoPasswordRequired, AuthenticationMode no-password-required, or ElastiCache\'s own "default" user makes the user group fail to deploy, and the cache that uses it with it.',
+  reads: { [USER_GROUP]: ['UserIds'] },
   check: (index) =>
     index.ofType(USER_GROUP).flatMap(([groupId, group]) => {
       const engine = group.Properties?.Engine;
@@ -387,6 +397,20 @@ const valkeyAuth: TemplateRule = {
  * RETAIN_ON_UPDATE_OR_DELETE writes exactly RetainExceptOnCreate + Retain), and the finding says
  * that a change needing replacement needs a new name.
  */
+/**
+ * Whether a name is built from the generated physical name of another resource of the template
+ * (`!Sub /aws/lambda/${Fn}` of a function without FunctionName): a retried create generates that
+ * name anew, so the retained leftover does not block it.
+ */
+function derivesFromGeneratedName(index: TemplateIndex, name: unknown): boolean {
+  return [...render(name).matchAll(/\$\{([A-Za-z0-9]+)(?:\.[A-Za-z.]+)?\}/g)].some(([, id]) => {
+    const resource = id === undefined ? undefined : index.resources.get(id);
+    if (resource === undefined) return false;
+    const nameProperty = NAME_PROPERTIES[resource.Type];
+    return nameProperty === undefined || resource.Properties?.[nameProperty] === undefined;
+  });
+}
+
 const retainOnCreate: TemplateRule = {
   suffix: 'F2-RetainOnCreate',
   featureId: 'F2', // deploy readiness, issue 13
@@ -400,7 +424,7 @@ const retainOnCreate: TemplateRule = {
       if (nameProperty === undefined) return [];
       const name = resource.Properties?.[nameProperty];
       const fixed = typeof name === 'string' ? name.trim() !== '' : name !== undefined && name !== null;
-      if (!fixed) return [];
+      if (!fixed || derivesFromGeneratedName(index, name)) return [];
       const deletion = resource.DeletionPolicy;
       const replace = resource.UpdateReplacePolicy;
       if (deletion !== 'Retain' && replace !== 'Retain') return [];
@@ -583,6 +607,12 @@ const alarmTopicPublish: TemplateRule = {
     'CloudWatch may publish to every SNS topic an alarm notifies: its topic policy allows cloudwatch.amazonaws.com sns:Publish, and its KMS key (if any) is customer managed and lets CloudWatch use it.',
   explanation:
     'An alarm whose topic refuses CloudWatch still changes state, but its action fails silently (the error is only in the alarm history): nobody is paged. A topic policy replaces the default policy, so a policy with only a TLS-enforcing Deny (CDK enforceSSL) lets nobody publish.',
+  reads: {
+    [ALARM]: ['AlarmActions', 'OKActions', 'InsufficientDataActions'],
+    [COMPOSITE_ALARM]: ['AlarmActions', 'OKActions', 'InsufficientDataActions'],
+    [TOPIC]: ['KmsMasterKeyId'],
+    [TOPIC_POLICY]: ['Topics', 'PolicyDocument'],
+  },
   check: (index) =>
     [...notifiedTopics(index)].map(([topicId, alarms]) => {
       const target = topicTarget(index, topicId);
@@ -690,7 +720,7 @@ function queuePolicyStatements(index: TemplateIndex, queueId: string): Json[] {
 }
 
 /** The environment variables of a function that name each queue, by queue. */
-function queueVariables(index: TemplateIndex, fn: TemplateResource): Map<string, string[]> {
+export function queueVariables(index: TemplateIndex, fn: TemplateResource): Map<string, string[]> {
   const environment = fn.Properties?.Environment;
   const variables = isRecord(environment) && isRecord(environment.Variables) ? environment.Variables : {};
   const byQueue = new Map<string, string[]>();
@@ -712,6 +742,36 @@ function fifoSourceOf(index: TemplateIndex, fnId: string, queueId: string): bool
         intrinsicTarget(m.Properties?.FunctionName)?.id === fnId &&
         targetOfType(index, m.Properties?.EventSourceArn, QUEUE, ['Arn']) === queueId,
     );
+}
+
+/** What the template says of a role's sqs:SendMessage on a queue (identity and queue policies). */
+function sendPermission(
+  index: TemplateIndex,
+  roleId: string,
+  queueId: string,
+): { denied: boolean; allowed: boolean; unreadable: string[] } {
+  const target = queueTarget(index, queueId);
+  const { statements, unreadable } = roleStatements(index, roleId);
+  const resourcePolicy = queuePolicyStatements(index, queueId);
+  const role = { roleId };
+  const identityApplies = (s: Json): boolean =>
+    coversAction(s, 'sqs:SendMessage') && coversResource(s, target);
+  const resourceApplies = (s: Json): boolean => identityApplies(s) && coversPrincipal(s, role);
+  const denied =
+    statements.some((s) => effectIs(s, 'Deny') && unconditional(s) && identityApplies(s)) ||
+    resourcePolicy.some((s) => effectIs(s, 'Deny') && unconditional(s) && resourceApplies(s));
+  const allowed =
+    statements.some((s) => effectIs(s, 'Allow') && identityApplies(s)) ||
+    resourcePolicy.some((s) => effectIs(s, 'Allow') && resourceApplies(s));
+  return { denied, allowed, unreadable };
+}
+
+/** Whether the template lets function `fnId` send to queue `queueId` (its role is in the template, allowed, not denied). */
+export function maySendTo(index: TemplateIndex, fnId: string, queueId: string): boolean {
+  const roleId = targetOfType(index, index.props(fnId).Role, ROLE, ['Arn']);
+  if (roleId === undefined) return false;
+  const { denied, allowed } = sendPermission(index, roleId, queueId);
+  return allowed && !denied;
 }
 
 /**
@@ -736,6 +796,12 @@ const queueSendGrant: TemplateRule = {
     "A function whose environment names a queue may send to it: its role is allowed sqs:SendMessage on the queue's ARN (role policy, or the queue's policy naming the role).",
   explanation:
     'The job runner re-sends deferred jobs to their source queue and dead-letters to the DLQ; without sqs:SendMessage those sends fail with AccessDenied at run time: the job is held and the permission-denied alarm pages (runbooks/permission-denied.md), and nothing it should do happens until the grant is deployed.',
+  reads: {
+    [FUNCTION]: ['Environment', 'Role'],
+    [ROLE]: ['Policies', 'ManagedPolicyArns'],
+    [IAM_POLICY]: ['Roles', 'PolicyDocument'],
+    [QUEUE_POLICY]: ['Queues', 'PolicyDocument'],
+  },
   check: (index) =>
     index.ofType(FUNCTION).flatMap(([fnId, fn]) => {
       const byQueue = queueVariables(index, fn);
@@ -755,19 +821,7 @@ const queueSendGrant: TemplateRule = {
             true,
             `${subject}: it is the FIFO queue the function consumes, which has no per-message delay: the runner defers there by holding the message (ChangeMessageVisibility, part of consuming), it never re-sends to it`,
           );
-        const target = queueTarget(index, queueId);
-        const { statements, unreadable } = roleStatements(index, roleId);
-        const resourcePolicy = queuePolicyStatements(index, queueId);
-        const role = { roleId };
-        const identityApplies = (s: Json): boolean =>
-          coversAction(s, 'sqs:SendMessage') && coversResource(s, target);
-        const resourceApplies = (s: Json): boolean => identityApplies(s) && coversPrincipal(s, role);
-        const denied =
-          statements.some((s) => effectIs(s, 'Deny') && unconditional(s) && identityApplies(s)) ||
-          resourcePolicy.some((s) => effectIs(s, 'Deny') && unconditional(s) && resourceApplies(s));
-        const allowed =
-          statements.some((s) => effectIs(s, 'Allow') && identityApplies(s)) ||
-          resourcePolicy.some((s) => effectIs(s, 'Allow') && resourceApplies(s));
+        const { denied, allowed, unreadable } = sendPermission(index, roleId, queueId);
         if (denied)
           return finding(
             fnId,

@@ -271,6 +271,7 @@ export function liveTemplateModel(answers: LiveStackAnswers): TemplateModel {
         BisectBatchOnFunctionError: m.BisectBatchOnFunctionError,
         MaximumRetryAttempts: m.MaximumRetryAttempts,
         MaximumRecordAgeInSeconds: m.MaximumRecordAgeInSeconds,
+        MaximumBatchingWindowInSeconds: m.MaximumBatchingWindowInSeconds,
         DestinationConfig:
           m.DestinationConfig?.OnFailure?.Destination === undefined
             ? undefined
@@ -299,6 +300,9 @@ export function liveTemplateModel(answers: LiveStackAnswers): TemplateModel {
         AlarmDescription: alarm.AlarmDescription,
         Namespace: alarm.Namespace,
         MetricName: alarm.MetricName,
+        // O3 asks that the alarm notifies someone.
+        AlarmActions: alarm.AlarmActions,
+        ActionsEnabled: alarm.ActionsEnabled,
         Dimensions: alarm.Dimensions,
         Metrics: alarm.Metrics,
       }),

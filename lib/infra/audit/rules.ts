@@ -6,7 +6,13 @@
  * `{ Resources: { id: { Type, Properties, Metadata, DeletionPolicy, UpdateReplacePolicy } } }`.
  * The deploy-readiness rules (issue 13) live in deploy-readiness.ts and are listed here too.
  */
-import { DEPLOY_READINESS_RULES } from './deploy-readiness';
+import {
+  DEPLOY_READINESS_RULES,
+  intrinsicTarget,
+  maySendTo,
+  queueVariables,
+  render,
+} from './deploy-readiness';
 
 /** One resource as a template holds it, intrinsics unresolved. */
 export interface TemplateResource {
@@ -22,14 +28,25 @@ export interface TemplateResource {
 /** The part of a CloudFormation template the rules read. */
 export interface TemplateModel {
   readonly Resources: Readonly<Record<string, TemplateResource>>;
+  /**
+   * The template's parameters: a rule reads a `Ref` to one as its `Default`, and says so.
+   * @default - none
+   */
+  readonly Parameters?: Readonly<Record<string, unknown>>;
 }
 
 /** What a rule says about one resource. */
 export interface ResourceFinding {
   readonly logicalId: string;
   readonly compliant: boolean;
-  /** Why, in words an on-call engineer can act on. */
+  /** Why, in words an on-call engineer can act on: what is wrong and what to change. */
   readonly why: string;
+  /**
+   * `false`: the template cannot show the fact (a queue outside it, a parameter without a
+   * default); `compliant` is then true for the cdk-nag pack, and the audit reports not-checkable.
+   * @default true
+   */
+  readonly checkable?: boolean;
 }
 
 /** A checklist rule over a template. */
@@ -44,6 +61,12 @@ export interface TemplateRule {
   readonly explanation: string;
   /** Findings for the resources the rule applies to; none means not applicable. */
   readonly check: (index: TemplateIndex) => readonly ResourceFinding[];
+  /**
+   * The properties it reads, by resource type: a reference there that the input cannot resolve
+   * (an import from a stack not given) makes the rule not-checkable for that resource.
+   * @default - none
+   */
+  readonly reads?: Readonly<Record<string, readonly string[]>>;
 }
 
 /** Prefix of every rule id, the cdk-nag pack name. */
@@ -120,8 +143,11 @@ export function flattenText(value: unknown): string {
   return JSON.stringify(value) ?? '';
 }
 
-/** What an event source mapping reads from. */
-export type MappingSourceKind = 'sqs' | 'stream' | 'other';
+/** What an event source mapping reads from: `unknown` when the template cannot tell (see `unknownSource`). */
+export type MappingSourceKind = 'sqs' | 'stream' | 'other' | 'unknown';
+
+/** The stream services a stream mapping may read, with what bounds a record's age there. */
+export type StreamService = 'dynamodb' | 'kinesis';
 
 /** An event source mapping with its source and function resolved inside the template. */
 export interface ResolvedMapping {
@@ -130,6 +156,12 @@ export interface ResolvedMapping {
   readonly sourceKind: MappingSourceKind;
   /** Logical id of the source queue or table, when it is in the template. */
   readonly sourceId: string | undefined;
+  /** A source queue outside the template, by its literal ARN (e.g. SAM's `Queue: arn:aws:sqs:…`). */
+  readonly externalQueue?: string;
+  /** For a stream mapping: its service, and the stream resource in the template (table or Kinesis stream). */
+  readonly stream?: { readonly service: StreamService; readonly resourceId: string | undefined };
+  /** For an `unknown` source: what the template does not say. */
+  readonly unknownSource?: string;
   /** Logical id of the function, when it is in the template. */
   readonly functionId: string | undefined;
 }
@@ -141,15 +173,61 @@ interface WatchedMetric {
   readonly dimensions: readonly { readonly name: string; readonly value: unknown }[];
 }
 
+/** One value a property may take once deployed, and how the audit got to it (a default, a branch). */
+export interface Candidate<T = unknown> {
+  readonly value: T;
+  /** e.g. `the default 29 of parameter LambdaTimeout`, `if condition IsProd`. */
+  readonly via: readonly string[];
+}
+
+/** What the template cannot tell about a value, in words (the `why` of a not-checkable finding). */
+export interface Unknown {
+  readonly unknown: string;
+}
+
+/** Either every value a property may take, or what is unknown about it. */
+export type Resolved<T> = readonly Candidate<T>[] | Unknown;
+
+/** Whether a resolution found what is unknown rather than values. */
+export function isUnknown<T>(resolved: Resolved<T>): resolved is Unknown {
+  return !Array.isArray(resolved);
+}
+
+/** Every combination of one candidate from each list (Fn::If makes a property take two). */
+export function combinations<T>(lists: readonly (readonly Candidate<T>[])[]): Candidate<T[]>[] {
+  return lists.reduce<Candidate<T[]>[]>(
+    (acc, list) =>
+      acc.flatMap((a) => list.map((c) => ({ value: [...a.value, c.value], via: [...a.via, ...c.via] }))),
+    [{ value: [], via: [] }],
+  );
+}
+
+/** ` (with …)` after a value that came from a default or a branch; empty otherwise. */
+export function viaText(via: readonly string[]): string {
+  return via.length === 0 ? '' : ` (with ${[...new Set(via)].join(', ')})`;
+}
+
+/** The resource type of a Kinesis stream and of its enhanced fan-out consumer. */
+export const KINESIS_STREAM = 'AWS::Kinesis::Stream';
+/** An enhanced fan-out consumer: a mapping on its ConsumerARN reads its stream. */
+export const KINESIS_CONSUMER = 'AWS::Kinesis::StreamConsumer';
+/** A DynamoDB global table (its StreamArn is a DynamoDB stream too). */
+export const GLOBAL_TABLE = 'AWS::DynamoDB::GlobalTable';
+
 /** Lookups the rules share, built once per template. */
 export class TemplateIndex {
   /** Every resource, by logical id. */
   public readonly resources: ReadonlyMap<string, TemplateResource>;
+  /** The template's parameters, by name (their Default is used where a rule needs a value). */
+  public readonly parameters: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
   /** Every event source mapping, resolved. */
   public readonly mappings: readonly ResolvedMapping[];
 
   public constructor(model: TemplateModel) {
     this.resources = new Map(Object.entries(model.Resources).filter(([, r]) => isRecord(r)));
+    this.parameters = new Map(
+      Object.entries(model.Parameters ?? {}).flatMap(([k, v]) => (isRecord(v) ? [[k, v] as const] : [])),
+    );
     this.mappings = this.ofType(MAPPING).map(([id, r]) => this.resolveMapping(id, r));
   }
 
@@ -164,19 +242,96 @@ export class TemplateIndex {
   }
 
   /**
+   * The values a property may take once deployed: a parameter's `Default` (a parameter without
+   * one is unknown), both branches of `Fn::If`, `AWS::NoValue` as unset; anything else as it is.
+   */
+  public candidates(value: unknown, via: readonly string[] = [], depth = 0): Resolved<unknown> {
+    if (Array.isArray(value) && depth <= 16) {
+      const elements = value.map((v: unknown) => this.candidates(v, [], depth + 1));
+      const unknown = elements.find(isUnknown);
+      if (unknown !== undefined) return unknown;
+      return combinations(elements as Candidate[][]).map((c) => ({
+        value: c.value,
+        via: [...via, ...c.via],
+      }));
+    }
+    if (depth > 16 || !isRecord(value)) return [{ value, via }];
+    if (typeof value.Ref === 'string') {
+      if (value.Ref === 'AWS::NoValue') return [{ value: undefined, via }];
+      const parameter = this.resources.has(value.Ref) ? undefined : this.parameters.get(value.Ref);
+      if (parameter !== undefined) {
+        if (parameter.Default === undefined)
+          return {
+            unknown: `parameter ${value.Ref} has no Default, so its value is only known at deploy time`,
+          };
+        return this.candidates(
+          parameter.Default,
+          [...via, `the default ${flattenText(parameter.Default)} of parameter ${value.Ref}`],
+          depth + 1,
+        );
+      }
+    }
+    const branches = value['Fn::If'];
+    if (Array.isArray(branches) && branches.length === 3) {
+      const [condition, whenTrue, whenFalse] = branches as [unknown, unknown, unknown];
+      const name = flattenText(condition);
+      const left = this.candidates(whenTrue, [...via, `if ${name}`], depth + 1);
+      const right = this.candidates(whenFalse, [...via, `unless ${name}`], depth + 1);
+      if (isUnknown(left)) return left;
+      if (isUnknown(right)) return right;
+      return [...left, ...right];
+    }
+    if ('Fn::ImportValue' in value)
+      return {
+        unknown: `Fn::ImportValue ${flattenText(value['Fn::ImportValue'])}: no stack given exports it`,
+      };
+    return [{ value, via }];
+  }
+
+  /**
+   * The numbers a property may take: `fallback` (the service's default) when it is unset; a value
+   * that is no number the template fixes is unknown, said with `what`.
+   */
+  public numbers(value: unknown, fallback: number, what: string): Resolved<number> {
+    const candidates = this.candidates(value);
+    if (isUnknown(candidates)) return { unknown: `${what}: ${candidates.unknown}` };
+    const numbers: Candidate<number>[] = [];
+    for (const c of candidates) {
+      if (c.value === undefined) {
+        numbers.push({ value: fallback, via: c.via });
+        continue;
+      }
+      const n = literalNumber(c.value);
+      if (n === undefined)
+        return { unknown: `${what} is ${flattenText(c.value)}, which the template does not fix to a number` };
+      numbers.push({ value: n, via: c.via });
+    }
+    return numbers;
+  }
+
+  /** The booleans a property may take (`fallback` when unset); unknown when one is no boolean. */
+  public booleans(value: unknown, fallback: boolean, what: string): Resolved<boolean> {
+    const candidates = this.candidates(value);
+    if (isUnknown(candidates)) return { unknown: `${what}: ${candidates.unknown}` };
+    const booleans: Candidate<boolean>[] = [];
+    for (const c of candidates) {
+      const b = c.value === undefined ? fallback : literalBoolean(c.value);
+      if (b === undefined)
+        return {
+          unknown: `${what} is ${flattenText(c.value)}, which the template does not fix to true or false`,
+        };
+      booleans.push({ value: b, via: c.via });
+    }
+    return booleans;
+  }
+
+  /**
    * The logical id a value points to: `Ref`, `Fn::GetAtt`, or a literal name or ARN matching a
    * resource of `type` in the template (by its name property).
    */
   public referencedId(value: unknown, type: string): string | undefined {
     if (isRecord(value)) {
-      const target =
-        typeof value.Ref === 'string'
-          ? value.Ref
-          : Array.isArray(value['Fn::GetAtt'])
-            ? String((value['Fn::GetAtt'] as unknown[])[0])
-            : typeof value['Fn::GetAtt'] === 'string'
-              ? value['Fn::GetAtt'].split('.')[0]
-              : undefined;
+      const target = targetId(value);
       return target !== undefined && this.resources.get(target)?.Type === type ? target : undefined;
     }
     if (typeof value !== 'string') return undefined;
@@ -190,25 +345,77 @@ export class TemplateIndex {
 
   private resolveMapping(logicalId: string, resource: TemplateResource): ResolvedMapping {
     const properties = resource.Properties ?? {};
+    const functionId = this.referencedId(properties.FunctionName, FUNCTION);
     // An emulator deployment points a stream mapping at a queue and keeps the stream here.
     const decoupled = resource.Metadata?.[STREAM_ARN_METADATA_KEY];
-    const source = decoupled ?? properties.EventSourceArn;
+    const candidates = this.candidates(decoupled ?? properties.EventSourceArn);
+    const base = { logicalId, properties, functionId, sourceId: undefined };
+    if (isUnknown(candidates))
+      return { ...base, sourceKind: 'unknown', unknownSource: `its EventSourceArn: ${candidates.unknown}` };
+    // Fn::If between sources: the first branch decides the kind (both are checked where it matters).
+    const source = candidates[0]?.value;
     const queueId = this.referencedId(source, QUEUE);
-    const tableId = this.referencedId(source, TABLE);
+    if (queueId !== undefined) return { ...base, sourceKind: 'sqs', sourceId: queueId };
+    const stream = this.streamOf(source);
+    if (stream !== undefined)
+      return {
+        ...base,
+        sourceKind: 'stream',
+        sourceId: stream.service === 'dynamodb' ? stream.resourceId : undefined,
+        stream,
+      };
     const text = flattenText(source);
-    const sourceKind: MappingSourceKind =
-      queueId !== undefined || /:sqs:/.test(text)
-        ? 'sqs'
-        : tableId !== undefined || /StreamArn|\/stream\/|:kinesis:/.test(text)
-          ? 'stream'
-          : 'other';
+    if (/^arn:[^:]+:sqs:/.test(text)) return { ...base, sourceKind: 'sqs', externalQueue: text };
+    if (/:sqs:/.test(text)) return { ...base, sourceKind: 'sqs' };
+    if (/:(kafka|mq|rds|docdb)[:-]/.test(text) || text.startsWith('arn:'))
+      return { ...base, sourceKind: 'other' };
+    const target = targetId(source);
+    const type = target === undefined ? undefined : this.resources.get(target)?.Type;
     return {
-      logicalId,
-      properties,
-      sourceKind,
-      sourceId: queueId ?? tableId,
-      functionId: this.referencedId(properties.FunctionName, FUNCTION),
+      ...base,
+      sourceKind: 'unknown',
+      unknownSource:
+        type !== undefined
+          ? `its EventSourceArn ${text} is an attribute of a ${type}, not a queue or stream the audit knows`
+          : `its EventSourceArn ${text} names nothing in the template, so whether it reads a queue or a stream is unknown`,
     };
+  }
+
+  /**
+   * The stream a source value names: `Fn::GetAtt Table.StreamArn` (DynamoDB), a Kinesis stream's
+   * ARN, an enhanced fan-out consumer's ARN (it reads its stream), or a literal stream ARN.
+   */
+  private streamOf(source: unknown): ResolvedMapping['stream'] {
+    const target = targetId(source);
+    const type = target === undefined ? undefined : this.resources.get(target)?.Type;
+    if (target !== undefined && (type === TABLE || type === GLOBAL_TABLE))
+      return { service: 'dynamodb', resourceId: target };
+    if (target !== undefined && type === KINESIS_STREAM) return { service: 'kinesis', resourceId: target };
+    if (target !== undefined && type === KINESIS_CONSUMER) {
+      const stream = targetId(this.props(target).StreamARN);
+      return {
+        service: 'kinesis',
+        resourceId:
+          stream !== undefined && this.resources.get(stream)?.Type === KINESIS_STREAM ? stream : undefined,
+      };
+    }
+    const text = flattenText(source);
+    if (/:kinesis:/.test(text)) {
+      // An ARN joined from its parts (`…:stream/${MyStream}`) names a stream of the template.
+      const named = [...text.matchAll(/<([A-Za-z0-9]+)>/g)].map(([, id]) => id ?? '');
+      return {
+        service: 'kinesis',
+        resourceId: named.find((id) => this.resources.get(id)?.Type === KINESIS_STREAM),
+      };
+    }
+    if (/:dynamodb:.*\/stream\//.test(text) || /\.StreamArn>$/.test(text))
+      return { service: 'dynamodb', resourceId: this.referencedId(text, TABLE) };
+    return undefined;
+  }
+
+  /** The functions that consume something: targets of an event source mapping in the template. */
+  public consumerIds(): string[] {
+    return [...new Set(this.mappings.flatMap((m) => (m.functionId === undefined ? [] : [m.functionId])))];
   }
 
   /** Source queues: queues an SQS event source mapping reads, by logical id. */
@@ -222,7 +429,29 @@ export class TemplateIndex {
     ] as string[];
   }
 
-  /** Dead-letter queues: redrive targets and on-failure destinations that are queues in the template. */
+  /** Source queues outside the template, by their literal ARN. */
+  public externalQueues(): string[] {
+    return [
+      ...new Set(this.mappings.flatMap((m) => (m.externalQueue === undefined ? [] : [m.externalQueue]))),
+    ];
+  }
+
+  /**
+   * The queues a consumer dead-letters to itself: named in its environment (by a variable or a
+   * queue whose name marks a dead-letter queue), not one it consumes, and one it may send to.
+   */
+  public usedDeadLetterQueues(fnId: string): { queueId: string; variables: string[] }[] {
+    const fn = this.resources.get(fnId);
+    if (fn === undefined) return [];
+    const consumed = new Set(this.mappings.filter((m) => m.functionId === fnId).map((m) => m.sourceId));
+    return [...queueVariables(this, fn)].flatMap(([queueId, variables]) => {
+      const names = [queueId, flattenText(this.props(queueId).QueueName ?? ''), ...variables];
+      if (consumed.has(queueId) || !names.some((n) => DEAD_LETTER_PATTERN.test(n))) return [];
+      return maySendTo(this, fnId, queueId) ? [{ queueId, variables }] : [];
+    });
+  }
+
+  /** Dead-letter queues: redrive targets, on-failure destinations, and queues consumers dead-letter to. */
   public deadLetterQueueIds(): string[] {
     const ids = new Set<string>();
     for (const [, q] of this.ofType(QUEUE)) {
@@ -235,37 +464,111 @@ export class TemplateIndex {
       const id = this.referencedId(destination, QUEUE);
       if (id !== undefined) ids.add(id);
     }
+    for (const fnId of this.consumerIds())
+      for (const { queueId } of this.usedDeadLetterQueues(fnId)) ids.add(queueId);
     return [...ids];
   }
 
-  /** Whether an alarm in the template watches a metric of a queue. */
-  public hasQueueAlarm(queueId: string, metricName: string): boolean {
-    const queueName = this.props(queueId).QueueName;
-    return this.ofType(ALARM).some(([, alarm]) =>
-      watchedMetrics(alarm.Properties ?? {}).some(
-        (m) =>
-          m.namespace === 'AWS/SQS' &&
-          m.metricName === metricName &&
-          m.dimensions.some(
-            (d) =>
-              d.name === 'QueueName' &&
-              (this.referencedId(d.value, QUEUE) === queueId ||
-                (queueName !== undefined && d.value === queueName)),
-          ),
-      ),
-    );
+  /**
+   * What the template's alarms say about a metric of a queue (a logical id, or an external
+   * queue's ARN): dimensions compared by what they resolve to, not by how they are written.
+   */
+  public queueAlarm(queue: string, metricName: string): QueueAlarmVerdict {
+    const inTemplate = this.resources.get(queue)?.Type === QUEUE;
+    const queueName = inTemplate ? this.props(queue).QueueName : queue.split(':').pop();
+    const names = new Set([
+      `\${${queue}.QueueName}`,
+      ...(queueName === undefined ? [] : [render(queueName)]),
+    ]);
+    const urls = new Set([`\${${queue}}`, `\${${queue}.QueueUrl}`]);
+    let byUrl: string | undefined;
+    let silent: string | undefined;
+    for (const [alarmId, alarm] of this.ofType(ALARM)) {
+      const p = alarm.Properties ?? {};
+      const dimensions = watchedMetrics(p)
+        .filter((m) => m.namespace === 'AWS/SQS' && m.metricName === metricName)
+        .flatMap((m) => m.dimensions.filter((d) => d.name === 'QueueName').map((d) => d.value));
+      const rendered = dimensions.flatMap((d) => {
+        const c = this.candidates(d);
+        return isUnknown(c) ? [] : c.map((x) => render(x.value));
+      });
+      if (rendered.some((d) => names.has(d))) {
+        if (this.notifies(alarmId)) return { status: 'ok', alarmId };
+        silent ??= alarmId;
+      } else if (rendered.some((d) => urls.has(d))) byUrl ??= alarmId;
+    }
+    if (silent !== undefined) return { status: 'silent', alarmId: silent };
+    if (byUrl !== undefined) return { status: 'by-url', alarmId: byUrl };
+    return { status: 'none' };
   }
 
-  /** Environment variable names under which functions receive a table (its "use"). */
-  public tableVariables(tableId: string): string[] {
+  /**
+   * Whether an alarm notifies someone: its own AlarmActions, or those of a composite alarm whose
+   * rule names it (CDK's severity-keyed pattern: children without actions, one composite that pages).
+   */
+  public notifies(alarmId: string, depth = 0): boolean {
+    const alarm = this.resources.get(alarmId);
+    if (alarm === undefined || depth > 8) return false;
+    if (this.hasActions(alarm.Properties ?? {})) return true;
+    const name = alarm.Properties?.AlarmName;
+    const names = [`\${${alarmId}.Arn}`, `\${${alarmId}}`, ...(typeof name === 'string' ? [name] : [])];
+    return this.ofType(COMPOSITE_ALARM).some(([compositeId, composite]) => {
+      const rule = render(composite.Properties?.AlarmRule ?? '');
+      return names.some((n) => rule.includes(n)) && this.notifies(compositeId, depth + 1);
+    });
+  }
+
+  /** Whether an alarm's own actions notify: AlarmActions not empty and actions not disabled. */
+  private hasActions(properties: Readonly<Record<string, unknown>>): boolean {
+    const enabled = this.booleans(properties.ActionsEnabled, true, 'ActionsEnabled');
+    if (!isUnknown(enabled) && enabled.some((c) => !c.value)) return false;
+    const actions = this.candidates(properties.AlarmActions);
+    // An action from a parameter without a default is still an action.
+    if (isUnknown(actions))
+      return Array.isArray(properties.AlarmActions) && properties.AlarmActions.length > 0;
+    return actions.every((c) => Array.isArray(c.value) && c.value.some((a) => a !== undefined));
+  }
+
+  /**
+   * The names under which functions use a table: environment variables whose value names it
+   * (anywhere inside: `!Ref T`, `!Sub '${T}'`, `!GetAtt T.Arn`), and the Sids and policy names of
+   * the grants of consumers' roles that name it.
+   */
+  public tableUses(tableId: string): string[] {
+    const mentions = (value: unknown): boolean =>
+      new RegExp(`\\$\\{${tableId}(\\.[A-Za-z.]+)?\\}`).test(render(value)) ||
+      this.referencedId(value, TABLE) === tableId;
     return this.ofType(FUNCTION).flatMap(([, fn]) => {
       const environment = fn.Properties?.Environment;
       const variables = isRecord(environment) && isRecord(environment.Variables) ? environment.Variables : {};
-      return Object.entries(variables)
-        .filter(([, v]) => this.referencedId(v, TABLE) === tableId)
+      const byVariable = Object.entries(variables)
+        .filter(([, v]) => mentions(v))
         .map(([k]) => k);
+      const roleId = targetId(fn.Properties?.Role);
+      const policies = roleId === undefined ? [] : this.props(roleId).Policies;
+      const byGrant = (Array.isArray(policies) ? policies : []).filter(isRecord).flatMap((policy) => {
+        const document = policy.PolicyDocument;
+        const statements = isRecord(document) && Array.isArray(document.Statement) ? document.Statement : [];
+        return statements
+          .filter(isRecord)
+          .filter((st) => mentions(st.Resource))
+          .flatMap((st) => [st.Sid, policy.PolicyName].filter((n): n is string => typeof n === 'string'));
+      });
+      return [...byVariable, ...byGrant];
     });
   }
+}
+
+/** What the alarms of a template say about one queue metric. */
+export type QueueAlarmVerdict =
+  { readonly status: 'ok' | 'silent' | 'by-url'; readonly alarmId: string } | { readonly status: 'none' };
+
+/** Names that mark a queue as a dead-letter queue, in a variable, a logical id or a queue name. */
+const DEAD_LETTER_PATTERN = /dlq|dead.?letter|fail|poison|quarantine/i;
+
+/** The logical id a `Ref` or `Fn::GetAtt` (list or dotted string) names. */
+function targetId(value: unknown): string | undefined {
+  return intrinsicTarget(value)?.id;
 }
 
 /** A queue's redrive policy, parsed when a raw template holds it as a JSON string. */
@@ -321,157 +624,400 @@ function finding(logicalId: string, compliant: boolean, why: string): ResourceFi
   return { logicalId, compliant, why };
 }
 
-/** D2: visibility timeout ≥ 6 × the timeout of the function the queue's mapping feeds. */
+/** A finding that the template cannot decide: compliant for the pack, `not-checkable` in the audit. */
+function notCheckable(logicalId: string, why: string): ResourceFinding {
+  return { logicalId, compliant: true, checkable: false, why };
+}
+
+/** The not-checkable finding of a mapping whose source the template does not tell. */
+function unknownSourceFinding(m: ResolvedMapping): ResourceFinding[] {
+  return m.sourceKind === 'unknown'
+    ? [notCheckable(m.logicalId, `${m.logicalId}: ${m.unknownSource ?? 'its source is unknown'}`)]
+    : [];
+}
+
+/**
+ * D2: visibility timeout ≥ 6 × the function's timeout + the mapping's batching window.
+ *
+ * Lambda developer guide, "Creating and configuring an Amazon SQS event source mapping"
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html): "set the source
+ * queue's visibility timeout to at least six times the configuration timeout on your function";
+ * while Lambda gathers a batch for up to MaximumBatchingWindowInSeconds its messages are already
+ * in flight, so the window adds to it (AWS's recommendation as commonly quoted: 6 × timeout +
+ * MaximumBatchingWindowInSeconds). Defaults: visibility 30 s (AWS::SQS::Queue VisibilityTimeout),
+ * function Timeout 3 s, and "for streams and Amazon SQS event sources, the default batching window
+ * is 0 seconds" (Lambda API, MaximumBatchingWindowInSeconds).
+ */
 const visibilityTimeout: TemplateRule = {
   suffix: 'D2',
   featureId: 'D2',
-  title: `The SQS queue's visibility timeout is at least ${MIN_VISIBILITY_FACTOR} × the timeout of the function its event source mapping feeds.`,
+  title: `The SQS queue's visibility timeout is at least ${MIN_VISIBILITY_FACTOR} × the timeout of the function its event source mapping feeds, plus the mapping's batching window.`,
   explanation:
     'A shorter visibility timeout lets a second worker receive a job while the first still runs it (and retries inside Lambda make it worse): duplicates and double side effects.',
+  reads: {
+    [MAPPING]: ['EventSourceArn', 'FunctionName', 'MaximumBatchingWindowInSeconds'],
+    [QUEUE]: ['VisibilityTimeout'],
+    [FUNCTION]: ['Timeout'],
+  },
   check: (index) =>
     index.mappings.flatMap((m) => {
-      if (m.sourceKind !== 'sqs' || m.sourceId === undefined || m.functionId === undefined) return [];
-      const visibilityRaw = index.props(m.sourceId).VisibilityTimeout;
-      const timeoutRaw = index.props(m.functionId).Timeout;
-      const visibility =
-        visibilityRaw === undefined ? SQS_DEFAULT_VISIBILITY_SECONDS : literalNumber(visibilityRaw);
-      const timeout = timeoutRaw === undefined ? LAMBDA_DEFAULT_TIMEOUT_SECONDS : literalNumber(timeoutRaw);
-      if (visibility === undefined || timeout === undefined) {
+      if (m.sourceKind === 'unknown') return unknownSourceFinding(m);
+      const queue = m.sourceId ?? m.externalQueue;
+      if (m.sourceKind !== 'sqs' || queue === undefined) return [];
+      if (m.functionId === undefined)
         return [
-          finding(
-            m.sourceId,
-            false,
-            `${m.sourceId}: the visibility timeout or ${m.functionId}'s timeout is not a literal number, so it cannot be verified`,
+          notCheckable(
+            queue,
+            `${queue}: the function of ${m.logicalId} (${flattenText(m.properties.FunctionName)}) is not in the template, so its timeout is unknown`,
           ),
         ];
+      const timeout = index.numbers(
+        index.props(m.functionId).Timeout,
+        LAMBDA_DEFAULT_TIMEOUT_SECONDS,
+        `${m.functionId}'s Timeout`,
+      );
+      const window = index.numbers(
+        m.properties.MaximumBatchingWindowInSeconds,
+        0,
+        `${m.logicalId}'s MaximumBatchingWindowInSeconds`,
+      );
+      const visibility =
+        m.sourceId === undefined
+          ? { unknown: `the queue is not defined in this template, so its visibility timeout is unknown` }
+          : index.numbers(
+              index.props(m.sourceId).VisibilityTimeout,
+              SQS_DEFAULT_VISIBILITY_SECONDS,
+              `${queue}'s VisibilityTimeout`,
+            );
+      const unknown = [timeout, window, visibility].find(isUnknown);
+      if (unknown !== undefined) {
+        const needed =
+          isUnknown(timeout) || isUnknown(window)
+            ? ''
+            : ` (it must be at least ${Math.max(...combinations([timeout, window]).map((c) => MIN_VISIBILITY_FACTOR * (c.value[0] ?? 0) + (c.value[1] ?? 0)))} s)`;
+        return [notCheckable(queue, `${queue}: ${unknown.unknown}${needed}`)];
       }
-      const needed = MIN_VISIBILITY_FACTOR * timeout;
+      const all = combinations<number>([
+        visibility as Candidate<number>[],
+        timeout as Candidate<number>[],
+        window as Candidate<number>[],
+      ]);
+      const judged = all.map((c) => {
+        const [v = 0, t = 0, w = 0] = c.value;
+        const needed = MIN_VISIBILITY_FACTOR * t + w;
+        return { ok: v >= needed, v, t, w, needed, via: c.via };
+      });
+      const worst = judged.find((j) => !j.ok) ?? judged[0];
+      if (worst === undefined) return [];
+      const text = `${queue}: visibility timeout ${worst.v} s ${worst.ok ? '≥' : '<'} ${MIN_VISIBILITY_FACTOR} × ${m.functionId} timeout ${worst.t} s + batching window ${worst.w} s = ${worst.needed} s${viaText(worst.via)}`;
       return [
         finding(
-          m.sourceId,
-          visibility >= needed,
-          `${m.sourceId}: visibility timeout ${visibility} s ${visibility >= needed ? '≥' : '<'} ${MIN_VISIBILITY_FACTOR} × ${m.functionId} timeout ${timeout} s = ${needed} s`,
+          queue,
+          worst.ok,
+          worst.ok
+            ? text
+            : `${text}: set the queue's VisibilityTimeout to at least ${worst.needed} s (or lower the function's Timeout)`,
         ),
       ];
     }),
 };
 
-/** D3: SQS mappings report partial batch failures. */
+/**
+ * D3: SQS and stream mappings report partial batch failures.
+ *
+ * Lambda developer guide, "Configuring partial batch response with Kinesis Data Streams and Lambda"
+ * (https://docs.aws.amazon.com/lambda/latest/dg/services-kinesis-batchfailurereporting.html), and
+ * its DynamoDB twin (services-ddb-batchfailurereporting.html): without ReportBatchItemFailures
+ * "Lambda treats all other results as a complete failure and retries processing the batch"; the
+ * function's batchItemFailures are ignored "unless the ReportBatchItemFailures feature is
+ * explicitly turned on for your event source mapping".
+ */
 const partialBatch: TemplateRule = {
   suffix: 'D3',
   featureId: 'D3',
-  title: 'The SQS event source mapping has FunctionResponseTypes ReportBatchItemFailures.',
+  title:
+    'The SQS or stream (DynamoDB, Kinesis) event source mapping has FunctionResponseTypes ReportBatchItemFailures.',
   explanation:
-    'Without partial batch responses one bad record fails its whole batch: the good records are processed again (duplicates) and count towards the DLQ.',
+    'Without partial batch responses one bad record fails its whole batch: the good records are processed again (duplicates) and count towards the DLQ, or on a stream hold the shard behind them.',
+  reads: { [MAPPING]: ['EventSourceArn', 'FunctionResponseTypes'] },
   check: (index) =>
-    index.mappings
-      .filter((m) => m.sourceKind === 'sqs')
-      .map((m) => {
-        const types = m.properties.FunctionResponseTypes;
-        const ok = Array.isArray(types) && types.includes('ReportBatchItemFailures');
-        return finding(
-          m.logicalId,
-          ok,
-          `${m.logicalId}: ${ok ? 'reports' : 'does not report'} batch item failures`,
-        );
-      }),
+    index.mappings.flatMap((m) => {
+      if (m.sourceKind === 'unknown') return unknownSourceFinding(m);
+      if (m.sourceKind !== 'sqs' && m.sourceKind !== 'stream') return [];
+      const types = index.candidates(m.properties.FunctionResponseTypes);
+      if (isUnknown(types))
+        return [notCheckable(m.logicalId, `${m.logicalId}: FunctionResponseTypes: ${types.unknown}`)];
+      const missing = types.find(
+        (c) => !(Array.isArray(c.value) && c.value.includes('ReportBatchItemFailures')),
+      );
+      const kind =
+        m.sourceKind === 'sqs' ? 'SQS' : `${m.stream?.service === 'kinesis' ? 'Kinesis' : 'DynamoDB'} stream`;
+      return [
+        missing === undefined
+          ? finding(m.logicalId, true, `${m.logicalId} (${kind}): reports batch item failures`)
+          : finding(
+              m.logicalId,
+              false,
+              `${m.logicalId} (${kind}): does not report batch item failures${viaText(missing.via)}: add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true) and return batchItemFailures from the handler (Powertools BatchProcessor)`,
+            ),
+      ];
+    }),
 };
 
-/** R3: each source queue redrives to a DLQ after a bounded number of receives. */
+/**
+ * R3: each source queue dead-letters after a bounded number of receives: by its redrive policy, or
+ * (issue 15) by its consumer, which names a dead-letter queue in its environment and may send to it.
+ */
 const deadLetterQueue: TemplateRule = {
   suffix: 'R3',
   featureId: 'R3',
-  title: `The source queue has a dead-letter queue with maxReceiveCount in [${MAX_RECEIVE_COUNT_RANGE.min}, ${MAX_RECEIVE_COUNT_RANGE.max}].`,
+  title: `The source queue has a dead-letter queue: a redrive policy with maxReceiveCount in [${MAX_RECEIVE_COUNT_RANGE.min}, ${MAX_RECEIVE_COUNT_RANGE.max}], or a consumer that sends failures to a queue of its environment it may send to.`,
   explanation:
     'Without a DLQ a poison message is retried until it expires and is lost; a maxReceiveCount of 1 never retries a transient failure, a large one turns a poison message into a retry storm.',
-  check: (index) =>
-    index.sourceQueueIds().map((id) => {
-      const policy = redrivePolicy(index.props(id).RedrivePolicy);
-      if (policy?.deadLetterTargetArn === undefined)
-        return finding(id, false, `${id}: no redrive policy (no DLQ)`);
-      const count = literalNumber(policy.maxReceiveCount);
+  reads: { [MAPPING]: ['EventSourceArn'], [QUEUE]: ['RedrivePolicy'] },
+  check: (index) => [
+    ...index.mappings.flatMap(unknownSourceFinding),
+    ...index
+      .externalQueues()
+      .map((arn) =>
+        notCheckable(
+          arn,
+          `${arn}: the queue is not defined in this template, so its redrive policy is unknown`,
+        ),
+      ),
+    ...index.sourceQueueIds().map((id) => {
       const { min, max } = MAX_RECEIVE_COUNT_RANGE;
-      const ok = count !== undefined && count >= min && count <= max;
+      const policy = redrivePolicy(index.props(id).RedrivePolicy);
+      if (policy?.deadLetterTargetArn === undefined) {
+        const consumers = index.mappings.filter((m) => m.sourceId === id && m.functionId !== undefined);
+        const used = consumers.flatMap((m) =>
+          index
+            .usedDeadLetterQueues(m.functionId ?? '')
+            .map((q) => `${m.functionId} dead-letters to ${q.queueId} (${q.variables.join(', ')})`),
+        );
+        return used.length > 0 && used.length >= consumers.length
+          ? finding(id, true, `${id}: no redrive policy, but ${used.join('; ')} and may send to it`)
+          : finding(
+              id,
+              false,
+              `${id}: no redrive policy (no DLQ): add RedrivePolicy { deadLetterTargetArn: <a DLQ's Arn>, maxReceiveCount: ${min}–${max} }`,
+            );
+      }
+      const counts = index.numbers(policy.maxReceiveCount, Number.NaN, `${id}'s maxReceiveCount`);
+      if (isUnknown(counts)) return notCheckable(id, `${id}: ${counts.unknown}`);
+      const bad = counts.find((c) => !(c.value >= min && c.value <= max));
+      const shown = bad ?? counts[0];
       return finding(
         id,
-        ok,
-        `${id}: maxReceiveCount ${count ?? flattenText(policy.maxReceiveCount)} ${ok ? 'is' : 'is not'} in [${min}, ${max}]`,
+        bad === undefined,
+        `${id}: maxReceiveCount ${Number.isNaN(shown?.value) ? 'unset' : shown?.value} ${bad === undefined ? 'is' : 'is not'} in [${min}, ${max}]${viaText(shown?.via ?? [])}${bad === undefined ? '' : `: set maxReceiveCount between ${min} (one retry) and ${max}`}`,
       );
     }),
+  ],
 };
 
-/** O3: each source queue has an oldest-message-age alarm. */
+/** The finding of an alarm rule for one queue (a logical id, or an external queue's ARN). */
+function queueAlarmFinding(index: TemplateIndex, queue: string, metricName: string): ResourceFinding {
+  const verdict = index.queueAlarm(queue, metricName);
+  const external = index.resources.get(queue) === undefined;
+  switch (verdict.status) {
+    case 'ok':
+      return finding(queue, true, `${queue}: ${verdict.alarmId} alarms on its ${metricName} and notifies`);
+    case 'silent':
+      return finding(
+        queue,
+        false,
+        `${queue}: ${verdict.alarmId} watches its ${metricName} but has no AlarmActions (or ActionsEnabled false): nobody is paged; add the on-call topic to AlarmActions`,
+      );
+    case 'by-url':
+      return finding(
+        queue,
+        false,
+        `${queue}: ${verdict.alarmId}'s QueueName dimension is the queue's URL (!Ref ${queue}), so the alarm watches a queue that does not exist and stays INSUFFICIENT_DATA: use !GetAtt ${queue}.QueueName`,
+      );
+    default:
+      return external
+        ? notCheckable(
+            queue,
+            `${queue}: the queue is not defined in this template and no alarm here watches its ${metricName}; an alarm elsewhere is not visible`,
+          )
+        : finding(
+            queue,
+            false,
+            `${queue}: has no ${metricName} alarm: add an AWS::CloudWatch::Alarm on AWS/SQS ${metricName} with Dimensions QueueName = !GetAtt ${queue}.QueueName and AlarmActions`,
+          );
+  }
+}
+
+/** O3: each source queue has an oldest-message-age alarm that notifies. */
 const queueAgeAlarm: TemplateRule = {
   suffix: 'O3-QueueAge',
   featureId: 'O3',
-  title: 'The source queue has an ApproximateAgeOfOldestMessage alarm.',
+  title:
+    'The source queue has an ApproximateAgeOfOldestMessage alarm on its QueueName (not its URL) with AlarmActions.',
   explanation:
     'A backlog is silent until users notice: the oldest message age is the first sign of a stuck or slow consumer.',
-  check: (index) =>
-    index.sourceQueueIds().map((id) => {
-      const ok = index.hasQueueAlarm(id, 'ApproximateAgeOfOldestMessage');
-      return finding(id, ok, `${id}: ${ok ? 'has' : 'has no'} ApproximateAgeOfOldestMessage alarm`);
-    }),
+  reads: { [MAPPING]: ['EventSourceArn'], [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'] },
+  check: (index) => [
+    ...index.mappings.flatMap(unknownSourceFinding),
+    ...[...index.sourceQueueIds(), ...index.externalQueues()].map((q) =>
+      queueAlarmFinding(index, q, 'ApproximateAgeOfOldestMessage'),
+    ),
+  ],
 };
 
-/** O3: each DLQ has a depth alarm. */
+/** O3: each DLQ has a depth alarm that notifies. */
 const dlqDepthAlarm: TemplateRule = {
   suffix: 'O3-DlqDepth',
   featureId: 'O3',
-  title: 'The dead-letter queue (or on-failure destination) has an ApproximateNumberOfMessagesVisible alarm.',
+  title:
+    'The dead-letter queue (redrive target, on-failure destination, or the queue a consumer dead-letters to) has an ApproximateNumberOfMessagesVisible alarm on its QueueName with AlarmActions.',
   explanation: 'A message in a DLQ is a job that did not happen; nobody looks at a DLQ nobody is paged for.',
+  reads: {
+    [QUEUE]: ['RedrivePolicy'],
+    [MAPPING]: ['DestinationConfig'],
+    [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'],
+  },
   check: (index) =>
-    index.deadLetterQueueIds().map((id) => {
-      const ok = index.hasQueueAlarm(id, 'ApproximateNumberOfMessagesVisible');
-      return finding(id, ok, `${id}: ${ok ? 'has' : 'has no'} ApproximateNumberOfMessagesVisible alarm`);
-    }),
+    index
+      .deadLetterQueueIds()
+      .map((id) => queueAlarmFinding(index, id, 'ApproximateNumberOfMessagesVisible')),
 };
 
-/** R6: stream mappings isolate poison records and bound their retries. */
+/**
+ * Bounds on a stream mapping's MaximumRetryAttempts: R3's receive counts as retries (a receive
+ * count n is n − 1 retries), so a stream record gets as many attempts as a queue message.
+ */
+export const STREAM_RETRY_RANGE = {
+  min: MAX_RECEIVE_COUNT_RANGE.min - 1,
+  max: MAX_RECEIVE_COUNT_RANGE.max - 1,
+} as const;
+/** Lambda's least MaximumRecordAgeInSeconds other than -1 (infinite), seconds (Lambda API reference). */
+export const MIN_RECORD_AGE_SECONDS = 60;
+/** DynamoDB Streams keep a record 24 hours ("stores this information in a log for up to 24 hours"). */
+export const DYNAMODB_STREAM_RETENTION_SECONDS = 24 * 3600;
+/** A Kinesis stream's default (and least) retention, hours (RetentionPeriodHours; 24–8760). */
+export const KINESIS_DEFAULT_RETENTION_HOURS = 24;
+
+/**
+ * R6: stream mappings isolate poison records and bound their retries.
+ *
+ * Lambda API CreateEventSourceMapping: MaximumRetryAttempts and MaximumRecordAgeInSeconds default
+ * to -1, infinite: "failed records are retried until the record expires"; a record age is -1 or
+ * 60–604 800 s. A record expires with the stream's retention: DynamoDB Streams keep records "for
+ * up to 24 hours" (DynamoDB developer guide, "Change data capture for DynamoDB Streams"); a Kinesis
+ * stream keeps them RetentionPeriodHours (24 by default, 24–8760: Kinesis API
+ * DecreaseStreamRetentionPeriod "The minimum value of a stream's retention period is 24 hours",
+ * IncreaseStreamRetentionPeriod "8760 hours"). An age above the retention bounds nothing.
+ */
 const streamFailureHandling: TemplateRule = {
   suffix: 'R6',
   featureId: 'R6',
-  title:
-    'The stream event source mapping bisects on error, bounds MaximumRetryAttempts and MaximumRecordAgeInSeconds, and has an on-failure destination.',
+  title: `The stream event source mapping bisects on error, bounds MaximumRetryAttempts to [${STREAM_RETRY_RANGE.min}, ${STREAM_RETRY_RANGE.max}] and MaximumRecordAgeInSeconds to at least ${MIN_RECORD_AGE_SECONDS} s and at most the stream's retention, and has an on-failure destination.`,
   explanation:
     'A stream shard blocks behind a failing record: without bisect and bounds it retries until the record expires (24 h), everything behind it waits, and the record is lost without a trace.',
+  reads: {
+    [MAPPING]: [
+      'EventSourceArn',
+      'BisectBatchOnFunctionError',
+      'MaximumRetryAttempts',
+      'MaximumRecordAgeInSeconds',
+      'DestinationConfig',
+    ],
+    [KINESIS_STREAM]: ['RetentionPeriodHours'],
+  },
   check: (index) =>
-    index.mappings
-      .filter((m) => m.sourceKind === 'stream')
-      .map((m) => {
-        const p = m.properties;
-        const missing: string[] = [];
-        if (literalBoolean(p.BisectBatchOnFunctionError) !== true) missing.push('BisectBatchOnFunctionError');
-        const retries = literalNumber(p.MaximumRetryAttempts);
-        if (retries === undefined || retries < 0) missing.push('bounded MaximumRetryAttempts');
-        const age = literalNumber(p.MaximumRecordAgeInSeconds);
-        if (age === undefined || age < 0) missing.push('bounded MaximumRecordAgeInSeconds');
-        if (onFailureDestination(p) === undefined) missing.push('an on-failure destination');
-        return finding(
-          m.logicalId,
-          missing.length === 0,
-          missing.length === 0
-            ? `${m.logicalId}: bisects, bounded, has an on-failure destination`
-            : `${m.logicalId}: lacks ${missing.join(', ')}`,
+    index.mappings.flatMap((m) => {
+      if (m.sourceKind === 'unknown') return unknownSourceFinding(m);
+      if (m.sourceKind !== 'stream') return [];
+      const p = m.properties;
+      const fixes: string[] = [];
+      const unknown: string[] = [];
+      const bisect = index.booleans(p.BisectBatchOnFunctionError, false, 'BisectBatchOnFunctionError');
+      if (isUnknown(bisect)) unknown.push(bisect.unknown);
+      else {
+        const off = bisect.find((c) => !c.value);
+        if (off !== undefined) fixes.push(`set BisectBatchOnFunctionError: true${viaText(off.via)}`);
+      }
+      const { min, max } = STREAM_RETRY_RANGE;
+      const retries = index.numbers(p.MaximumRetryAttempts, -1, 'MaximumRetryAttempts');
+      if (isUnknown(retries)) unknown.push(retries.unknown);
+      else {
+        const bad = retries.find((c) => !(c.value >= min && c.value <= max));
+        if (bad !== undefined)
+          fixes.push(
+            `MaximumRetryAttempts is ${bad.value === -1 ? '-1 (infinite, the default)' : bad.value}${viaText(bad.via)}: set it between ${min} and ${max}`,
+          );
+      }
+      const retention = streamRetention(index, m);
+      const age = index.numbers(p.MaximumRecordAgeInSeconds, -1, 'MaximumRecordAgeInSeconds');
+      if (isUnknown(age)) unknown.push(age.unknown);
+      else if (isUnknown(retention)) {
+        // Every stream keeps a record at least 24 h: an age within it is bounded whatever the retention.
+        const above = age.find((c) => c.value > DYNAMODB_STREAM_RETENTION_SECONDS);
+        if (age.some((c) => c.value < MIN_RECORD_AGE_SECONDS))
+          fixes.push(
+            `MaximumRecordAgeInSeconds is -1 (infinite, the default): set it to at least ${MIN_RECORD_AGE_SECONDS} s, below the stream's retention`,
+          );
+        else if (above !== undefined)
+          unknown.push(`MaximumRecordAgeInSeconds ${above.value} s exceeds 24 h and ${retention.unknown}`);
+      } else {
+        const limit = Math.min(...retention.map((c) => c.value));
+        const bad = age.find((c) => c.value < MIN_RECORD_AGE_SECONDS || c.value > limit);
+        if (bad !== undefined)
+          fixes.push(
+            `MaximumRecordAgeInSeconds is ${bad.value === -1 ? '-1 (infinite, the default)' : `${bad.value} s`}${viaText(bad.via)}: set it between ${MIN_RECORD_AGE_SECONDS} s and the stream's retention ${limit} s${viaText(retention.flatMap((c) => c.via))}`,
+          );
+      }
+      const destination = onFailureDestination(p);
+      if (destination === undefined || destination === null || destination === '')
+        fixes.push(
+          'add DestinationConfig.OnFailure (an SQS queue or SNS topic) so a discarded record leaves a trace',
         );
-      }),
+      if (fixes.length > 0) return [finding(m.logicalId, false, `${m.logicalId}: ${fixes.join('; ')}`)];
+      if (unknown.length > 0) return [notCheckable(m.logicalId, `${m.logicalId}: ${unknown.join('; ')}`)];
+      return [
+        finding(
+          m.logicalId,
+          true,
+          `${m.logicalId}: bisects, retries and record age bounded, has an on-failure destination`,
+        ),
+      ];
+    }),
 };
+
+/** How long the stream of a stream mapping keeps a record, seconds. */
+function streamRetention(index: TemplateIndex, m: ResolvedMapping): Resolved<number> {
+  if (m.stream?.service === 'dynamodb') return [{ value: DYNAMODB_STREAM_RETENTION_SECONDS, via: [] }];
+  const streamId = m.stream?.resourceId;
+  if (streamId === undefined)
+    return { unknown: 'the Kinesis stream is not in the template, so its retention is unknown' };
+  const hours = index.numbers(
+    index.props(streamId).RetentionPeriodHours,
+    KINESIS_DEFAULT_RETENTION_HOURS,
+    `${streamId}'s RetentionPeriodHours`,
+  );
+  return isUnknown(hours) ? hours : hours.map((c) => ({ value: c.value * 3600, via: c.via }));
+}
 
 function ttlRule(suffix: string, featureId: string, kind: string, pattern: RegExp): TemplateRule {
   return {
     suffix,
     featureId,
-    title: `A ${kind} table (by its name or the variable functions receive it in) has TTL enabled.`,
+    title: `A ${kind} table (by its name, the variable functions receive it in, or the grant that names it) has TTL enabled.`,
     explanation:
       featureId === 'L1'
         ? 'A lock without TTL stays forever when its holder crashes: the resource is stuck until someone deletes the item by hand.'
         : 'Idempotency and dedup records without TTL grow forever and keep stale keys that block legitimate new work.',
+    reads: { [FUNCTION]: ['Environment'], [TABLE]: ['TimeToLiveSpecification'] },
     check: (index) =>
       index.ofType(TABLE).flatMap(([id, table]) => {
         const p = table.Properties ?? {};
-        const marks = [id, flattenText(p.TableName ?? ''), ...index.tableVariables(id)].filter((n) =>
-          pattern.test(n),
-        );
+        const marks = [
+          ...new Set(
+            [id, flattenText(p.TableName ?? ''), ...index.tableUses(id)].filter((n) => pattern.test(n)),
+          ),
+        ];
         if (marks.length === 0) return [];
         const ttl = p.TimeToLiveSpecification;
         const ok =
@@ -483,27 +1029,29 @@ function ttlRule(suffix: string, featureId: string, kind: string, pattern: RegEx
           finding(
             id,
             ok,
-            `${id} (a ${kind} table: ${marks.join(', ')}): TTL ${ok ? 'enabled' : 'not enabled'}`,
+            `${id} (a ${kind} table: ${marks.join(', ')}): TTL ${ok ? 'enabled' : 'not enabled: set TimeToLiveSpecification { Enabled: true, AttributeName: <the expiry attribute the code writes> }'}`,
           ),
         ];
       }),
   };
 }
 
-/** D4: every function states its timeout and memory. */
+/** D4: every consumer states its timeout and memory. */
 const explicitFunctionLimits: TemplateRule = {
   suffix: 'D4',
   featureId: 'D4',
-  title: 'The function has an explicit Timeout (not the 3 s default) and MemorySize.',
+  title:
+    'The consumer function (the target of an event source mapping) has an explicit Timeout (not the 3 s default) and MemorySize.',
   explanation:
     'Outbound-call timeouts are only meaningful below a known function timeout, and the visibility timeout is derived from it; the 3 s default cuts off real work mid-side-effect.',
+  reads: { [FUNCTION]: ['Timeout', 'MemorySize'], [MAPPING]: ['FunctionName'] },
   check: (index) =>
-    index.ofType(FUNCTION).map(([id, fn]) => {
-      const missing = ['Timeout', 'MemorySize'].filter((k) => fn.Properties?.[k] === undefined);
+    index.consumerIds().map((id) => {
+      const missing = ['Timeout', 'MemorySize'].filter((k) => index.props(id)[k] === undefined);
       return finding(
         id,
         missing.length === 0,
-        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${missing.join(' or ')}`}`,
+        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${missing.join(' or ')}: set ${missing.join(' and ')} (Timeout in seconds above the slowest job's outbound timeouts, MemorySize in MB) instead of Lambda's 3 s / 128 MB defaults`}`,
       );
     }),
 };
@@ -517,6 +1065,7 @@ const alarmRunbook: TemplateRule = {
   featureId: 'P1',
   title: 'The alarm names a runbook in its description.',
   explanation: 'An alarm without a runbook pages someone who then has to improvise during an incident.',
+  reads: { [ALARM]: ['AlarmDescription'], [COMPOSITE_ALARM]: ['AlarmDescription'] },
   check: (index) =>
     [...index.ofType(ALARM), ...index.ofType(COMPOSITE_ALARM)].map(([id, alarm]) => {
       const description = flattenText(alarm.Properties?.AlarmDescription ?? '');

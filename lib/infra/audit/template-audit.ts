@@ -1,16 +1,43 @@
-/** Runs the template rules over a raw CloudFormation template (JSON), e.g. a synthesized one. */
-import { checklistItem, type ChecklistItem } from './checklist';
+/**
+ * Runs the template rules over raw CloudFormation templates: one (a file, stdin) or several that
+ * deploy together (a cdk.out: stacks, nested stacks, imports between them). SAM templates are
+ * modelled first (sam.ts). Several stacks are audited as one template whose logical ids carry their
+ * stack, after resolving the references between them: a nested stack's parameters and outputs, and
+ * `Fn::ImportValue` against the exports of the stacks given. A reference that stays unresolved
+ * makes each rule that reads it `not-checkable` for that resource, naming what is unknown.
+ */
+import { checklistItem, type AuditFinding, type ChecklistItem, type ItemFinding } from './checklist';
 import { TEMPLATE_RULES, TemplateIndex, ruleId, type TemplateModel, type TemplateResource } from './rules';
+import { expandServerless, type ResourceOrigin } from './sam';
+import { TemplateFormatError } from './template-text';
 
-/** Raised when the input is not a CloudFormation template with a Resources section. */
-export class TemplateFormatError extends Error {
-  public constructor(message: string) {
-    super(message);
-    this.name = 'TemplateFormatError';
-  }
+export { TemplateFormatError } from './template-text';
+
+/** One stack's template as read, with where it came from. */
+export interface StackTemplate {
+  /** The stack's name (cdk.out), or the file's. */
+  readonly name: string;
+  /** The template file (or `stdin`), for reports; none for a template synthesized in memory. */
+  readonly file?: string;
+  readonly template: unknown;
+  /** The line of a path in the file (template-text.ts), when the text was kept. */
+  readonly lineOf?: (path: readonly string[]) => number | undefined;
+  /** For a nested stack: its parent's name and the `AWS::CloudFormation::Stack` resource in it. */
+  readonly parent?: { readonly stack: string; readonly logicalId: string };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** What the template rules found: the checklist, and each failing or not-checkable finding located. */
+export interface TemplateAudit {
+  readonly items: ChecklistItem[];
+  readonly findings: AuditFinding[];
+}
+
+/** The nested-stack resource type. */
+const NESTED_STACK = 'AWS::CloudFormation::Stack';
+
+type Json = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -26,13 +53,296 @@ export function toTemplateModel(template: unknown): TemplateModel {
   return { Resources: template.Resources as Record<string, TemplateResource> };
 }
 
-/** The checklist for a template: one item per rule, in checklist order. */
+/** One stack while the set is merged. */
+interface StackContext {
+  readonly stack: StackTemplate;
+  /** Put before its logical ids in the merged model (`''` for a single stack). */
+  readonly prefix: string;
+  readonly resources: Readonly<Record<string, Json>>;
+  readonly outputs: Readonly<Record<string, unknown>>;
+  readonly parameters: Readonly<Record<string, unknown>>;
+  readonly origins: ReadonlyMap<string, ResourceOrigin>;
+  parent?: { readonly context: StackContext; readonly logicalId: string };
+  readonly children: Map<string, StackContext>;
+}
+
+/** Merges stacks into one model, resolving what refers across them. */
+class StackMerger {
+  private readonly exports = new Map<string, { context: StackContext; value: unknown }>();
+
+  public constructor(private readonly contexts: readonly StackContext[]) {
+    for (const context of contexts) {
+      for (const output of Object.values(context.outputs)) {
+        if (!isRecord(output) || !isRecord(output.Export)) continue;
+        const name = exportName(output.Export.Name, context.stack.name);
+        if (name !== undefined) this.exports.set(name, { context, value: output.Value });
+      }
+    }
+  }
+
+  /** `value` of stack `context` in the merged model's terms; what cannot be resolved goes to `unknown`. */
+  public rewrite(context: StackContext, value: unknown, unknown: Set<string>, depth = 0): unknown {
+    if (depth > 32) return value; // a cycle of parameters and outputs; CloudFormation refuses it too
+    const again = (c: StackContext, v: unknown): unknown => this.rewrite(c, v, unknown, depth + 1);
+    if (Array.isArray(value)) return value.map((v) => again(context, v));
+    if (!isRecord(value)) return value;
+    if (typeof value.Ref === 'string') return this.ref(context, value.Ref, unknown, again) ?? value;
+    const getAtt = getAttParts(value['Fn::GetAtt']);
+    if (getAtt !== undefined) return this.getAtt(context, getAtt, unknown, again) ?? value;
+    if ('Fn::ImportValue' in value) {
+      const name = exportName(again(context, value['Fn::ImportValue']), undefined);
+      const exported = name === undefined ? undefined : this.exports.get(name);
+      if (exported !== undefined) return again(exported.context, exported.value);
+      unknown.add(
+        `Fn::ImportValue ${name === undefined ? JSON.stringify(value['Fn::ImportValue']) : `"${name}"`}: no stack given exports it`,
+      );
+      return value;
+    }
+    if ('Fn::Sub' in value) return this.sub(context, value['Fn::Sub'], unknown, again);
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, again(context, v)]));
+  }
+
+  private ref(
+    context: StackContext,
+    id: string,
+    unknown: Set<string>,
+    again: (c: StackContext, v: unknown) => unknown,
+  ): unknown {
+    if (id in context.resources) return { Ref: `${context.prefix}${id}` };
+    const parent = context.parent;
+    if (id.startsWith('AWS::')) return undefined;
+    const passed = parent?.context.resources[parent.logicalId]?.Properties;
+    const parameters = isRecord(passed) && isRecord(passed.Parameters) ? passed.Parameters : {};
+    if (parent !== undefined && id in parameters) return again(parent.context, parameters[id]);
+    // A parameter nobody passes takes its Default: the merged model keeps it, under the stack's prefix.
+    if (id in context.parameters) return { Ref: `${context.prefix}${id}` };
+    return undefined;
+  }
+
+  private getAtt(
+    context: StackContext,
+    [id, attribute]: [string, string],
+    unknown: Set<string>,
+    again: (c: StackContext, v: unknown) => unknown,
+  ): unknown {
+    const resource = context.resources[id];
+    if (resource === undefined) return undefined;
+    if (resource.Type === NESTED_STACK && attribute.startsWith('Outputs.')) {
+      const child = context.children.get(id);
+      const output = child?.outputs[attribute.slice('Outputs.'.length)];
+      if (child !== undefined && isRecord(output)) return again(child, output.Value);
+      unknown.add(
+        `${id}.${attribute}: ${child === undefined ? 'the nested stack was not given' : 'no such output'}`,
+      );
+      return undefined;
+    }
+    return { 'Fn::GetAtt': [`${context.prefix}${id}`, attribute] };
+  }
+
+  /** Fn::Sub: resource names get the prefix; parameters and outputs become variables. */
+  private sub(
+    context: StackContext,
+    sub: unknown,
+    unknown: Set<string>,
+    again: (c: StackContext, v: unknown) => unknown,
+  ): unknown {
+    const [text, given] = typeof sub === 'string' ? [sub, {}] : Array.isArray(sub) ? [sub[0], sub[1]] : [];
+    if (typeof text !== 'string') return { 'Fn::Sub': again(context, sub) };
+    const variables: Json = Object.fromEntries(
+      Object.entries(isRecord(given) ? given : {}).map(([k, v]) => [k, again(context, v)]),
+    );
+    let added = 0;
+    const body = text.replace(/\$\{([^!}][^}]*)\}/g, (whole, name: string) => {
+      if (name in variables || name.startsWith('AWS::')) return whole;
+      const [id = '', ...rest] = name.split('.');
+      const attribute = rest.join('.');
+      const resolved =
+        attribute === ''
+          ? this.ref(context, id, unknown, again)
+          : this.getAtt(context, [id, attribute], unknown, again);
+      if (resolved === undefined) return whole;
+      const target = isRecord(resolved) ? resolved : undefined;
+      if (target !== undefined && typeof target.Ref === 'string') return `\${${target.Ref}}`;
+      const parts = target !== undefined ? getAttParts(target['Fn::GetAtt']) : undefined;
+      if (parts !== undefined) return `\${${parts[0]}.${parts[1]}}`;
+      const variable = `TenangResolved${added++}`;
+      variables[variable] = resolved;
+      return `\${${variable}}`;
+    });
+    return Object.keys(variables).length === 0 ? { 'Fn::Sub': body } : { 'Fn::Sub': [body, variables] };
+  }
+}
+
+/** A `Fn::GetAtt` as [logical id, attribute] (the string form splits at the first dot). */
+function getAttParts(value: unknown): [string, string] | undefined {
+  if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string')
+    return [value[0], value[1]];
+  if (typeof value === 'string' && value.includes('.')) {
+    const dot = value.indexOf('.');
+    return [value.slice(0, dot), value.slice(dot + 1)];
+  }
+  return undefined;
+}
+
+/** An export's name when it is literal (or a Sub of the stack's own name). */
+function exportName(value: unknown, stackName: string | undefined): string | undefined {
+  if (typeof value === 'string') return value;
+  const sub = isRecord(value) ? value['Fn::Sub'] : undefined;
+  if (typeof sub === 'string' && stackName !== undefined && !/\$\{(?!AWS::StackName\})/.test(sub))
+    return sub.replaceAll('${AWS::StackName}', stackName);
+  return undefined;
+}
+
+/** How the merged model names one of its resources back to the user. */
+interface Located {
+  readonly display: string;
+  readonly stack?: string;
+  readonly file?: string;
+  readonly line?: number;
+}
+
+/**
+ * Builds the one model the rules read from several stacks; returns with it where each merged
+ * resource came from and the unresolved references of each, by the properties they are under.
+ */
+function mergeStacks(stacks: readonly StackTemplate[]): {
+  model: TemplateModel;
+  located: Map<string, Located>;
+  unresolved: Map<string, Map<string, Set<string>>>;
+} {
+  const several = stacks.length > 1;
+  const contexts = stacks.map((stack, i): StackContext => {
+    const model = toTemplateModel(stack.template);
+    const expanded = expandServerless({ ...(stack.template as Json), Resources: model.Resources });
+    const resources = (expanded.template.Resources ?? {}) as Record<string, Json>;
+    const outputs = isRecord(expanded.template.Outputs) ? expanded.template.Outputs : {};
+    const parameters = isRecord(expanded.template.Parameters) ? expanded.template.Parameters : {};
+    // S<n>Z: letters and digits only (Fn::Sub names must stay word characters), and never ambiguous.
+    const prefix = several ? `S${i}Z` : '';
+    return { stack, prefix, resources, outputs, parameters, origins: expanded.origins, children: new Map() };
+  });
+  const byName = new Map(contexts.map((c) => [c.stack.name, c]));
+  for (const context of contexts) {
+    const parent = context.stack.parent;
+    const parentContext = parent === undefined ? undefined : byName.get(parent.stack);
+    if (parent === undefined || parentContext === undefined) continue;
+    context.parent = { context: parentContext, logicalId: parent.logicalId };
+    parentContext.children.set(parent.logicalId, context);
+  }
+  const merger = new StackMerger(contexts);
+  const resources: Record<string, TemplateResource> = {};
+  const parameters: Record<string, unknown> = {};
+  const located = new Map<string, Located>();
+  const unresolved = new Map<string, Map<string, Set<string>>>();
+  for (const context of contexts) {
+    for (const [name, parameter] of Object.entries(context.parameters))
+      parameters[`${context.prefix}${name}`] = parameter;
+    for (const [id, resource] of Object.entries(context.resources)) {
+      const mergedId = `${context.prefix}${id}`;
+      const byProperty = new Map<string, Set<string>>();
+      const properties = isRecord(resource.Properties) ? resource.Properties : {};
+      const rewritten = Object.fromEntries(
+        Object.entries(properties).map(([key, value]) => {
+          const unknown = new Set<string>();
+          const result = merger.rewrite(context, value, unknown);
+          if (unknown.size > 0) byProperty.set(key, unknown);
+          return [key, result];
+        }),
+      );
+      const other = merger.rewrite(context, { ...resource, Properties: undefined }, new Set()) as Json;
+      resources[mergedId] = {
+        ...other,
+        Type: String(resource.Type),
+        Properties: rewritten,
+      } as TemplateResource;
+      if (byProperty.size > 0) unresolved.set(mergedId, byProperty);
+      const origin = context.origins.get(id) ?? { display: id, path: ['Resources', id] };
+      located.set(mergedId, {
+        display: several ? `${context.stack.name}/${origin.display}` : origin.display,
+        stack: several ? context.stack.name : undefined,
+        file: context.stack.file,
+        line: context.stack.lineOf?.(origin.path),
+      });
+    }
+    // A nested stack not given: what it holds is unknown to every rule (`*`).
+    for (const [id, resource] of Object.entries(context.resources)) {
+      if (resource.Type !== NESTED_STACK || context.children.has(id)) continue;
+      const mergedId = `${context.prefix}${id}`;
+      const byProperty = unresolved.get(mergedId) ?? new Map<string, Set<string>>();
+      byProperty.set(
+        '*',
+        new Set([`its template was not given, so the resources of nested stack ${id} are not audited`]),
+      );
+      unresolved.set(mergedId, byProperty);
+    }
+  }
+  return { model: { Resources: resources, Parameters: parameters }, located, unresolved };
+}
+
+/** Replaces merged ids in a text by the names the user knows, longest first. */
+function renamer(located: ReadonlyMap<string, Located>): (text: string) => string {
+  const renames = [...located].filter(([id, l]) => id !== l.display).sort(([a], [b]) => b.length - a.length);
+  if (renames.length === 0) return (text) => text;
+  const pattern = new RegExp(`\\b(${renames.map(([id]) => id).join('|')})\\b`, 'g');
+  const names = new Map(renames.map(([id, l]) => [id, l.display]));
+  return (text) => text.replace(pattern, (id) => names.get(id) ?? id);
+}
+
+/** Audits stacks that deploy together (or one template): the checklist and its located findings. */
+export function auditTemplates(stacks: readonly StackTemplate[]): TemplateAudit {
+  const { model, located, unresolved } = mergeStacks(stacks);
+  const index = new TemplateIndex(model);
+  const rename = renamer(located);
+  const findings: AuditFinding[] = [];
+  const items = TEMPLATE_RULES.map((rule) => {
+    const id = ruleId(rule);
+    const own: (ItemFinding & { logicalId: string })[] = rule.check(index).map((f) => ({
+      resource: located.get(f.logicalId)?.display ?? f.logicalId,
+      compliant: f.compliant,
+      ...(f.checkable === false ? { checkable: false } : {}),
+      why: rename(f.why),
+      logicalId: f.logicalId,
+    }));
+    const unknown: (ItemFinding & { logicalId: string })[] = [];
+    for (const [logicalId, byProperty] of unresolved) {
+      const type = model.Resources[logicalId]?.Type ?? '';
+      const read = rule.reads?.[type] ?? [];
+      const what = [...byProperty]
+        .filter(([property]) => property === '*' || read.includes(property))
+        .flatMap(([, refs]) => [...refs]);
+      if (what.length === 0) continue;
+      const display = located.get(logicalId)?.display ?? logicalId;
+      unknown.push({
+        resource: display,
+        compliant: true,
+        checkable: false,
+        why: `${display}: ${what.join('; ')}: not checkable from the input`,
+        logicalId,
+      });
+    }
+    const all = [...own, ...unknown];
+    const item = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
+    for (const f of all) {
+      if (f.compliant && f.checkable !== false) continue;
+      const where = located.get(f.logicalId);
+      findings.push({
+        ruleId: id,
+        featureId: rule.featureId,
+        level: item.level,
+        status: f.compliant ? 'not-checkable' : 'fail',
+        resource: f.resource,
+        ...(where?.stack === undefined ? {} : { stack: where.stack }),
+        ...(where?.file === undefined ? {} : { file: where.file }),
+        ...(where?.line === undefined ? {} : { line: where.line }),
+        why: f.why,
+      });
+    }
+    return item;
+  });
+  return { items, findings };
+}
+
+/** The checklist for one template object (JSON form; SAM is modelled): one item per rule, in checklist order. */
 export function auditTemplate(template: unknown): ChecklistItem[] {
-  const index = new TemplateIndex(toTemplateModel(template));
-  return TEMPLATE_RULES.map((rule) =>
-    checklistItem(
-      { ruleId: ruleId(rule), featureId: rule.featureId, title: rule.title },
-      rule.check(index).map((f) => ({ resource: f.logicalId, compliant: f.compliant, why: f.why })),
-    ),
-  );
+  return auditTemplates([{ name: 'template', template }]).items;
 }

@@ -1,32 +1,61 @@
 /**
- * `tenang audit [--template path | --live] [--json]`: the pre-automation checklist (P4). Without
- * --template it synthesizes this project's app for the context's stage and audits that template
- * plus the pipeline config; with --template it audits any CloudFormation template; with --live
- * it audits the stage's DEPLOYED stack through the AWS APIs (the same rules, see
- * lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1 (CommandFailedError) when an
- * error-level rule fails. The work is in lib/ops/audit.ts, loaded when the command runs.
+ * `tenang audit [template | -] [--template path | --live] [--json | --format f]`: the
+ * pre-automation checklist (P4). Without a template it synthesizes this project's app for the
+ * context's stage and audits that template plus the pipeline config; with one it audits any
+ * CloudFormation template — JSON or YAML, SAM, a cdk.out directory, or `-` for stdin
+ * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
+ * AWS APIs (the same rules, see lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1
+ * (CommandFailedError) when an error-level rule fails, 2 when the input cannot be read (with
+ * --json, the error is also printed as JSON on stdout). The work is in lib/ops/audit.ts, loaded
+ * when the command runs.
  */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import type { ChecklistItem } from '../../infra/audit/checklist';
-import { CommandFailedError, configFree, UsageError, type RegisterCommand } from '../cli-context';
+import {
+  CommandFailedError,
+  configFree,
+  UsageError,
+  type CliContext,
+  type RegisterCommand,
+} from '../cli-context';
 import { renderTable } from '../table';
+
+/** The output formats of `tenang audit`. */
+export const AUDIT_FORMATS = ['text', 'json', 'sarif', 'markdown'] as const;
 
 const AuditOptionsSchema = z.object({
   template: z.optional(z.string().check(z.minLength(1, '--template needs a file path'))),
   live: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
+  format: z.optional(z.enum(AUDIT_FORMATS, { error: `--format is one of ${AUDIT_FORMATS.join(', ')}` })),
 });
 /** Parsed options of `tenang audit`. */
 export type AuditOptions = z.infer<typeof AuditOptionsSchema>;
 
-/** Parses raw commander options, or throws UsageError naming every problem. */
-export function parseAuditOptions(raw: unknown): AuditOptions {
+/** The format asked for: --format, or json for --json, else text. */
+export function auditFormat(options: AuditOptions): (typeof AUDIT_FORMATS)[number] {
+  return options.format ?? (options.json === true ? 'json' : 'text');
+}
+
+/**
+ * Parses raw commander options (and the positional template, `-` for stdin), or throws
+ * UsageError naming every problem.
+ */
+export function parseAuditOptions(raw: unknown, positional?: string): AuditOptions {
   const parsed = AuditOptionsSchema.safeParse(raw);
   if (!parsed.success) throw new UsageError(parsed.error.issues.map((i) => i.message).join('; '));
-  if (parsed.data.live === true && parsed.data.template !== undefined)
-    throw new UsageError('--live audits the deployed stack: it cannot be combined with --template');
-  return parsed.data;
+  const options = parsed.data;
+  if (positional !== undefined && options.template !== undefined && positional !== options.template)
+    throw new UsageError(
+      `two templates given (${positional} and --template ${options.template}): audit one input`,
+    );
+  const template = positional ?? options.template;
+  if (options.live === true && template !== undefined)
+    throw new UsageError('--live audits the deployed stack: it cannot be combined with a template');
+  if (options.json === true && options.format !== undefined && options.format !== 'json')
+    throw new UsageError(`--json and --format ${options.format} ask for two formats: give one`);
+  return template === undefined ? options : { ...options, template };
 }
 
 /** The human checklist: one row per rule; a passing rule shows how many resources it checked. */
@@ -42,35 +71,79 @@ export function renderChecklist(items: readonly ChecklistItem[]): string {
   );
 }
 
+/** Exit codes of `tenang audit`, for --help. */
+const AUDIT_EXIT_CODES = `
+Exit codes: 0 nothing failed at error level (warnings and not-checkable rules are reported only),
+1 an error-level rule failed, 2 usage error or unreadable input (with --json: a JSON error object
+on stdout), 3 no usable AWS credentials (--live).
+
+Inputs: a CloudFormation template in JSON or YAML (short-form tags such as !Ref, !GetAtt, !Sub),
+a SAM template (Transform: AWS::Serverless-2016-10-31), a cdk.out directory (every stack, nested
+stacks and Fn::ImportValue between them), or - for stdin.
+
+Examples:
+  $ tenang audit template.yaml --format sarif > audit.sarif
+  $ cdk synth | tenang audit -
+  $ tenang audit --template cdk.out --format markdown`;
+
 /** Registers `tenang audit`. */
 export const register: RegisterCommand = (program, context) => {
   const audit = program
     .command('audit')
     .description(
-      'audit the pipeline (synthesized, deployed with --live, or any CloudFormation template) against the worker-queue checklist',
+      'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
     )
-    .option('--template <path>', 'a synthesized CloudFormation template (JSON) to audit instead of this app')
+    .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
+    .option('--template <path>', 'the same as the [template] argument')
     .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
-    .option('--json', 'print the checklist as JSON')
-    .action(async (_raw: unknown, cmd: Command) => {
+    .option('--json', 'print the checklist as JSON (the same as --format json)')
+    .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
+    .addHelpText('after', AUDIT_EXIT_CODES)
+    .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
       // With globals: `tenang audit --json` hands --json to the program's own option.
-      const options = parseAuditOptions(cmd.optsWithGlobals());
+      const raw = cmd.optsWithGlobals();
+      const format = auditFormat({ json: raw.json === true, ...pick(raw) });
       const ctx = context();
-      // The audit synthesizes with aws-cdk-lib and the nag packs: loaded only when it runs.
-      const { runAudit, runLiveAudit } = await import('../audit');
-      const result = options.live === true ? await runLiveAudit(ctx) : runAudit(options, ctx);
-      ctx.out(
-        options.json === true
-          ? JSON.stringify(result, null, 2)
-          : `Audit of ${result.source}\n${renderChecklist(result.items)}`,
-      );
-      if (result.failed) {
-        const failing = result.items
-          .filter((i) => i.status === 'fail' && i.level === 'error')
-          .map((i) => i.ruleId);
-        throw new CommandFailedError(`audit failed: ${failing.join(', ')}`);
+      try {
+        await runAndPrint(parseAuditOptions(raw, positional), ctx);
+      } catch (error) {
+        // A refused input still answers in JSON on stdout: a pipeline reading it sees why.
+        if (format === 'json' && error instanceof UsageError)
+          ctx.out(JSON.stringify({ error: { kind: 'usage', message: error.message } }, null, 2));
+        throw error;
       }
     });
   // A given template is audited alone: nothing of this app's config is read.
-  configFree(audit, (options) => options.template !== undefined);
+  configFree(audit, (options) => options.template !== undefined || audit.args.length > 0);
 };
+
+/** The --format value when it is one of the formats (parseAuditOptions reports a wrong one). */
+function pick(raw: Record<string, unknown>): { format?: (typeof AUDIT_FORMATS)[number] } {
+  const format = AUDIT_FORMATS.find((f) => f === raw.format);
+  return format === undefined ? {} : { format };
+}
+
+/** Runs the audit, prints it in its format, and fails the command on an error-level failure. */
+async function runAndPrint(options: AuditOptions, ctx: CliContext): Promise<void> {
+  // The audit synthesizes with aws-cdk-lib and the nag packs: loaded only when it runs.
+  const { readStdinText, runAudit, runLiveAudit, STDIN_SOURCE } = await import('../audit');
+  const { renderMarkdown, renderSarif } = await import('../audit-report');
+  const stdin = options.template === STDIN_SOURCE ? await readStdinText() : '';
+  const result = options.live === true ? await runLiveAudit(ctx) : runAudit(options, ctx, () => stdin);
+  const format = auditFormat(options);
+  ctx.out(
+    format === 'json'
+      ? JSON.stringify(result, null, 2)
+      : format === 'sarif'
+        ? renderSarif(result)
+        : format === 'markdown'
+          ? renderMarkdown(result)
+          : `Audit of ${result.source}\n${renderChecklist(result.items)}`,
+  );
+  if (result.failed) {
+    const failing = result.items
+      .filter((i) => i.status === 'fail' && i.level === 'error')
+      .map((i) => i.ruleId);
+    throw new CommandFailedError(`audit failed: ${failing.join(', ')}`);
+  }
+}

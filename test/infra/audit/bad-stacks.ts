@@ -1,8 +1,10 @@
 /** A minimal worker-queue stack that passes every Tenang rule, and one variant per rule that breaks it. */
 import { Duration, type Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sources from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 
@@ -38,13 +40,18 @@ export function workerQueueStack(stack: Stack, flaws: StackFlaws = {}): Stack {
       memorySize: flaws.omitMemory === true ? undefined : 256,
       environment: env,
     });
-  const alarm = (id: string, metric: cloudwatch.IMetric, description: string): cloudwatch.Alarm =>
-    new cloudwatch.Alarm(stack, id, {
+  // O3 asks that the alarms page someone.
+  const oncall = new actions.SnsAction(new sns.Topic(stack, 'OnCall'));
+  const alarm = (id: string, metric: cloudwatch.IMetric, description: string): cloudwatch.Alarm => {
+    const created = new cloudwatch.Alarm(stack, id, {
       metric,
       threshold: 1,
       evaluationPeriods: 1,
       alarmDescription: flaws.runbookInDescription === false ? description : `${description} ${RUNBOOK}`,
     });
+    created.addAlarmAction(oncall);
+    return created;
+  };
 
   // Named by use only: functions receive it as IDEMPOTENCY_TABLE.
   const records = new dynamodb.Table(stack, 'Records', {

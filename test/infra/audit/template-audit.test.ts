@@ -38,7 +38,9 @@ describe('Function: auditTemplate', () => {
     // Assess
     const byRule = Object.fromEntries(items.map((i) => [i.ruleId, i]));
     expect(byRule['Tenang-D2']).toMatchObject({ status: 'fail', resources: ['Jobs'] });
-    expect(byRule['Tenang-D2']?.why).toContain('visibility timeout 60 s < 6 × Worker timeout 20 s = 120 s');
+    expect(byRule['Tenang-D2']?.why).toContain(
+      'visibility timeout 60 s < 6 × Worker timeout 20 s + batching window 0 s = 120 s',
+    );
     expect(byRule['Tenang-R3']?.status).toBe('pass');
     expect(byRule['Tenang-D3']?.status).toBe('pass');
     expect(byRule['Tenang-O3-QueueAge']?.status).toBe('fail');

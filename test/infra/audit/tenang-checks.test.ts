@@ -72,7 +72,9 @@ describe('Class: TenangChecks', () => {
       expect(report.violations).toHaveLength(1);
       const [violation] = report.violations;
       expect(violation?.violatingResources.map((r) => r.constructPath)).toEqual(['Test/Queue/Resource']);
-      expect(violation?.description).toMatch(/visibility timeout 30 s < 6 × .* timeout 10 s = 60 s/);
+      expect(violation?.description).toMatch(
+        /visibility timeout 30 s < 6 × .* timeout 10 s \+ batching window 0 s = 60 s: set /,
+      );
     });
 
     it('when a finding is acknowledged on the construct, it is not reported', () => {

@@ -79,6 +79,9 @@ function resource(
   };
 }
 
+/** The topic the account's alarms notify (O3 asks that an alarm notifies someone). */
+const ONCALL_TOPIC = 'arn:aws:sns:eu-west-1:123456789012:oncall';
+
 function queueAlarm(name: string, queue: string, metricName: string, description = RUNBOOK): MetricAlarm {
   return {
     AlarmName: name,
@@ -86,6 +89,7 @@ function queueAlarm(name: string, queue: string, metricName: string, description
     Namespace: 'AWS/SQS',
     MetricName: metricName,
     Dimensions: [{ Name: 'QueueName', Value: queue }],
+    AlarmActions: [ONCALL_TOPIC],
   };
 }
 
@@ -166,6 +170,7 @@ function goodAccount(): Account {
         // Metric math, as a DLQ alarm that sums two statistics might be.
         AlarmName: 'jobs-dlq-depth',
         AlarmDescription: `A job failed for good. ${RUNBOOK}`,
+        AlarmActions: [ONCALL_TOPIC],
         Metrics: [
           {
             Id: 'm',
@@ -298,7 +303,7 @@ describe('Function: auditLive over readLiveStack', () => {
     });
     expect(items['Tenang-D4']?.why).toMatch(/^not checkable live: /);
     expect(items['Tenang-D2']?.why).toBe(
-      'queue jobs: visibility timeout 180 s ≥ 6 × function worker timeout 30 s = 180 s',
+      'queue jobs: visibility timeout 180 s ≥ 6 × function worker timeout 30 s + batching window 0 s = 180 s',
     );
     expect(items['Tenang-O3-DlqDepth']?.resources).toEqual(['queue jobs-dlq', 'queue orders-failures']);
     expect(auditFailed(Object.values(items))).toBe(false);
@@ -341,7 +346,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.queues.jobs = { ...a.queues.jobs, VisibilityTimeout: '30' };
       },
-      why: 'queue jobs: visibility timeout 30 s < 6 × function worker timeout 30 s = 180 s',
+      why: "queue jobs: visibility timeout 30 s < 6 × function worker timeout 30 s + batching window 0 s = 180 s: set the queue's VisibilityTimeout to at least 180 s (or lower the function's Timeout)",
     },
     {
       rule: 'Tenang-D3',
@@ -349,7 +354,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.mappings[0] = { ...a.mappings[0], FunctionResponseTypes: [] };
       },
-      why: `mapping worker/${WORKER_ESM}: does not report batch item failures`,
+      why: `mapping worker/${WORKER_ESM} (SQS): does not report batch item failures: add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true) and return batchItemFailures from the handler (Powertools BatchProcessor)`,
     },
     {
       rule: 'Tenang-R3',
@@ -357,7 +362,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.queues.jobs = { VisibilityTimeout: '180' };
       },
-      why: 'queue jobs: no redrive policy (no DLQ)',
+      why: "queue jobs: no redrive policy (no DLQ): add RedrivePolicy { deadLetterTargetArn: <a DLQ's Arn>, maxReceiveCount: 2–20 }",
     },
     {
       rule: 'Tenang-R3',
@@ -368,7 +373,7 @@ describe('Function: auditLive over readLiveStack', () => {
           RedrivePolicy: JSON.stringify({ deadLetterTargetArn: queueArn('jobs-dlq'), maxReceiveCount: 1 }),
         };
       },
-      why: 'queue jobs: maxReceiveCount 1 is not in [2, 20]',
+      why: 'queue jobs: maxReceiveCount 1 is not in [2, 20]: set maxReceiveCount between 2 (one retry) and 20',
     },
     {
       rule: 'Tenang-R6',
@@ -376,7 +381,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.mappings[1] = { ...a.mappings[1], MaximumRetryAttempts: -1, BisectBatchOnFunctionError: false };
       },
-      why: `mapping relay/${RELAY_ESM}: lacks BisectBatchOnFunctionError, bounded MaximumRetryAttempts`,
+      why: `mapping relay/${RELAY_ESM}: set BisectBatchOnFunctionError: true; MaximumRetryAttempts is -1 (infinite, the default): set it between 1 and 19`,
     },
     {
       rule: 'Tenang-O3-QueueAge',
@@ -384,7 +389,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.metricAlarms = a.metricAlarms.filter((x) => x.AlarmName !== 'jobs-age');
       },
-      why: 'queue jobs: has no ApproximateAgeOfOldestMessage alarm',
+      why: /^queue jobs: has no ApproximateAgeOfOldestMessage alarm: add /,
     },
     {
       rule: 'Tenang-O3-DlqDepth',
@@ -392,7 +397,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.metricAlarms = a.metricAlarms.filter((x) => x.AlarmName !== 'jobs-dlq-depth');
       },
-      why: 'queue jobs-dlq: has no ApproximateNumberOfMessagesVisible alarm',
+      why: /^queue jobs-dlq: has no ApproximateNumberOfMessagesVisible alarm: add /,
     },
     {
       rule: 'Tenang-I1',
@@ -400,7 +405,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.tables.records = { TimeToLiveStatus: 'DISABLED' };
       },
-      why: 'table records (a idempotency or dedup table: IDEMPOTENCY_TABLE): TTL not enabled',
+      why: 'table records (a idempotency or dedup table: IDEMPOTENCY_TABLE): TTL not enabled: set TimeToLiveSpecification { Enabled: true, AttributeName: <the expiry attribute the code writes> }',
     },
     {
       rule: 'Tenang-L1',
@@ -408,7 +413,7 @@ describe('Function: auditLive over readLiveStack', () => {
       flaw: (a) => {
         a.tables.locks = { TimeToLiveStatus: 'DISABLING', AttributeName: 'expiresAt' };
       },
-      why: /^table locks \(a lock table: .*\): TTL not enabled$/,
+      why: /^table locks \(a lock table: .*\): TTL not enabled: set TimeToLiveSpecification/,
     },
     {
       rule: 'Tenang-P1',

@@ -1,0 +1,111 @@
+/**
+ * Reads what `tenang audit` is pointed at into stack templates (template-audit.ts): a template
+ * file (JSON or YAML, SAM or not), a template's text (stdin, e.g. `cdk synth | tenang audit -`),
+ * or a cloud assembly directory (`cdk.out`): manifest.json's stacks, those of nested assemblies
+ * (stages), and each nested stack whose TemplateURL is an asset of the assembly.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { StackTemplate } from './template-audit';
+import { TemplateFormatError, parseTemplateText } from './template-text';
+
+/** A cloud assembly's stack artifact type (manifest.json). */
+const STACK_ARTIFACT = 'aws:cloudformation:stack';
+/** A nested cloud assembly (a CDK Stage). */
+const NESTED_ASSEMBLY = 'cdk:cloud-assembly';
+
+type Json = Record<string, unknown>;
+
+function isRecord(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A template from its text; `name` is the file (or `stdin`) it came from. */
+export function readTemplateText(text: string, name: string): StackTemplate {
+  const { template, lineOf } = parseTemplateText(text, name);
+  return {
+    name: path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, ''),
+    file: name,
+    template,
+    lineOf,
+  };
+}
+
+/** Reads a template file, or every stack of a cloud assembly directory. */
+export function readTemplateSource(source: string): StackTemplate[] {
+  if (fs.statSync(source).isDirectory()) return readCloudAssembly(source);
+  return [readTemplateText(fs.readFileSync(source, 'utf8'), source)];
+}
+
+function readJson(file: string): Json {
+  try {
+    const value: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (isRecord(value)) return value;
+  } catch (error) {
+    throw new TemplateFormatError(
+      `${file} is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  throw new TemplateFormatError(`${file} is not a JSON object`);
+}
+
+/** The stacks of a cloud assembly (cdk.out), nested assemblies and nested stacks included. */
+export function readCloudAssembly(directory: string): StackTemplate[] {
+  const manifestFile = path.join(directory, 'manifest.json');
+  if (!fs.existsSync(manifestFile))
+    throw new TemplateFormatError(`${directory} is not a cloud assembly: no manifest.json`);
+  const artifacts = readJson(manifestFile).artifacts;
+  const stacks: StackTemplate[] = [];
+  for (const [id, artifact] of Object.entries(isRecord(artifacts) ? artifacts : {})) {
+    if (!isRecord(artifact) || !isRecord(artifact.properties)) continue;
+    const properties = artifact.properties;
+    if (artifact.type === NESTED_ASSEMBLY && typeof properties.directoryName === 'string') {
+      stacks.push(...readCloudAssembly(path.join(directory, properties.directoryName)));
+    } else if (artifact.type === STACK_ARTIFACT && typeof properties.templateFile === 'string') {
+      const name = typeof properties.stackName === 'string' ? properties.stackName : id;
+      const file = path.join(directory, properties.templateFile);
+      const stack = { ...readTemplateText(fs.readFileSync(file, 'utf8'), file), name };
+      stacks.push(stack, ...nestedStacks(directory, stack));
+    }
+  }
+  if (stacks.length === 0) throw new TemplateFormatError(`${directory}: the cloud assembly holds no stack`);
+  return stacks;
+}
+
+/** The asset file a nested stack's template is, by the CDK's asset metadata or the asset manifests. */
+function nestedTemplateFile(directory: string, resource: Json): string | undefined {
+  const metadata = isRecord(resource.Metadata) ? resource.Metadata : {};
+  const byMetadata = metadata['aws:asset:path'];
+  if (typeof byMetadata === 'string' && fs.existsSync(path.join(directory, byMetadata)))
+    return path.join(directory, byMetadata);
+  // Otherwise the URL ends in the asset's hash: find its source in an asset manifest.
+  const url =
+    JSON.stringify(isRecord(resource.Properties) ? resource.Properties.TemplateURL : undefined) ?? '';
+  const hash = /([0-9a-f]{64})\.json/.exec(url)?.[1];
+  if (hash === undefined) return undefined;
+  for (const entry of fs.readdirSync(directory).filter((f) => f.endsWith('.assets.json'))) {
+    const files = readJson(path.join(directory, entry)).files;
+    const asset = isRecord(files) ? files[hash] : undefined;
+    const source = isRecord(asset) && isRecord(asset.source) ? asset.source.path : undefined;
+    if (typeof source === 'string' && fs.existsSync(path.join(directory, source)))
+      return path.join(directory, source);
+  }
+  return undefined;
+}
+
+/** The nested stacks of a stack found in the assembly, depth first. */
+function nestedStacks(directory: string, parent: StackTemplate): StackTemplate[] {
+  const resources =
+    isRecord(parent.template) && isRecord(parent.template.Resources) ? parent.template.Resources : {};
+  return Object.entries(resources).flatMap(([logicalId, resource]) => {
+    if (!isRecord(resource) || resource.Type !== 'AWS::CloudFormation::Stack') return [];
+    const file = nestedTemplateFile(directory, resource);
+    if (file === undefined) return [];
+    const child: StackTemplate = {
+      ...readTemplateText(fs.readFileSync(file, 'utf8'), file),
+      name: `${parent.name}/${logicalId}`,
+      parent: { stack: parent.name, logicalId },
+    };
+    return [child, ...nestedStacks(directory, child)];
+  });
+}
