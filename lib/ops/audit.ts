@@ -8,12 +8,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
-import type { PipelineInput } from '../config';
+import type { PipelineConfig, PipelineInput } from '../config';
 import { buildApp } from '../infra/app';
 import { auditFailed, type AuditFinding, type ChecklistItem } from '../infra/audit/checklist';
 import { auditPipelineConfig } from '../infra/audit/config-audit';
 import { auditLive } from '../infra/audit/live-audit';
 import { LiveStackNotFoundError, readLiveStack } from '../infra/audit/live-reader';
+import type { QueueObjective } from '../infra/audit/rules';
 import { auditTemplates, type StackTemplate } from '../infra/audit/template-audit';
 import { readTemplateSource, readTemplateText } from '../infra/audit/template-input';
 import { TemplateFormatError } from '../infra/audit/template-text';
@@ -75,6 +76,15 @@ export function synthesizeProjectTemplate(
   }
 }
 
+/** Each job type's queue with its latency objective: what the threshold rule (O3) judges alarms against. */
+export function queueObjectives(config: PipelineConfig): QueueObjective[] {
+  return config.jobTypes.map((j) => ({
+    queueName: j.queueName,
+    jobType: j.name,
+    latencyObjectiveSeconds: j.latencyObjectiveSeconds,
+  }));
+}
+
 /**
  * The whole of stdin. Read as a stream: a synchronous read of a pipe fails with EAGAIN when the
  * pipe is non-blocking (as under tsx).
@@ -122,7 +132,7 @@ export function runAudit(
     ctx.region,
     ctx.err,
   );
-  const audit = auditTemplates([{ name: stackName, template }]);
+  const audit = auditTemplates([{ name: stackName, template }], { objectives: queueObjectives(ctx.config) });
   const items = [...audit.items, ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];
   return { source: `synthesized ${stackName}`, items, failed: auditFailed(items), findings: audit.findings };
 }

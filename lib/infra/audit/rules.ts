@@ -67,6 +67,31 @@ export interface TemplateRule {
    * @default - none
    */
   readonly reads?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Why the rule applies to nothing, when that says more than "nothing in scope" (e.g. the
+   * audit was given no latency objectives).
+   * @default - "nothing in scope"
+   */
+  readonly notApplicable?: (index: TemplateIndex) => string;
+}
+
+/** A job type's queue and the latency objective its oldest-message alarm must not exceed (lib/config). */
+export interface QueueObjective {
+  /** The queue's physical name, as the config derives it (`tenang-<stage>-<job>`). */
+  readonly queueName: string;
+  /** The job type, for the finding. */
+  readonly jobType: string;
+  readonly latencyObjectiveSeconds: number;
+}
+
+/** What an audit knows beyond the template. */
+export interface TemplateAuditOptions {
+  /**
+   * The latency objectives of the pipeline config's job types: with them, an oldest-message-age
+   * alarm above its queue's objective is a finding (O3-QueueAgeThreshold).
+   * @default - none: that rule is not applicable
+   */
+  readonly objectives?: readonly QueueObjective[];
 }
 
 /** Prefix of every rule id, the cdk-nag pack name. */
@@ -222,8 +247,11 @@ export class TemplateIndex {
   public readonly parameters: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
   /** Every event source mapping, resolved. */
   public readonly mappings: readonly ResolvedMapping[];
+  /** The config's latency objectives per queue; undefined when the audit has no config. */
+  public readonly objectives: readonly QueueObjective[] | undefined;
 
-  public constructor(model: TemplateModel) {
+  public constructor(model: TemplateModel, options: TemplateAuditOptions = {}) {
+    this.objectives = options.objectives;
     this.resources = new Map(Object.entries(model.Resources).filter(([, r]) => isRecord(r)));
     this.parameters = new Map(
       Object.entries(model.Parameters ?? {}).flatMap(([k, v]) => (isRecord(v) ? [[k, v] as const] : [])),
@@ -474,6 +502,19 @@ export class TemplateIndex {
    * queue's ARN): dimensions compared by what they resolve to, not by how they are written.
    */
   public queueAlarm(queue: string, metricName: string): QueueAlarmVerdict {
+    const { byName, byUrl } = this.queueAlarmIds(queue, metricName);
+    const notifying = byName.find((alarmId) => this.notifies(alarmId));
+    if (notifying !== undefined) return { status: 'ok', alarmId: notifying };
+    if (byName[0] !== undefined) return { status: 'silent', alarmId: byName[0] };
+    if (byUrl[0] !== undefined) return { status: 'by-url', alarmId: byUrl[0] };
+    return { status: 'none' };
+  }
+
+  /**
+   * The alarms on a metric of a queue: those whose QueueName dimension resolves to its name, and
+   * those whose dimension is its URL (a mistake: the alarm watches no queue).
+   */
+  public queueAlarmIds(queue: string, metricName: string): { byName: string[]; byUrl: string[] } {
     const inTemplate = this.resources.get(queue)?.Type === QUEUE;
     const queueName = inTemplate ? this.props(queue).QueueName : queue.split(':').pop();
     const names = new Set([
@@ -481,8 +522,8 @@ export class TemplateIndex {
       ...(queueName === undefined ? [] : [render(queueName)]),
     ]);
     const urls = new Set([`\${${queue}}`, `\${${queue}.QueueUrl}`]);
-    let byUrl: string | undefined;
-    let silent: string | undefined;
+    const byName: string[] = [];
+    const byUrl: string[] = [];
     for (const [alarmId, alarm] of this.ofType(ALARM)) {
       const p = alarm.Properties ?? {};
       const dimensions = watchedMetrics(p)
@@ -492,14 +533,10 @@ export class TemplateIndex {
         const c = this.candidates(d);
         return isUnknown(c) ? [] : c.map((x) => render(x.value));
       });
-      if (rendered.some((d) => names.has(d))) {
-        if (this.notifies(alarmId)) return { status: 'ok', alarmId };
-        silent ??= alarmId;
-      } else if (rendered.some((d) => urls.has(d))) byUrl ??= alarmId;
+      if (rendered.some((d) => names.has(d))) byName.push(alarmId);
+      else if (rendered.some((d) => urls.has(d))) byUrl.push(alarmId);
     }
-    if (silent !== undefined) return { status: 'silent', alarmId: silent };
-    if (byUrl !== undefined) return { status: 'by-url', alarmId: byUrl };
-    return { status: 'none' };
+    return { byName, byUrl };
   }
 
   /**
@@ -883,6 +920,92 @@ const dlqDepthAlarm: TemplateRule = {
       .deadLetterQueueIds()
       .map((id) => queueAlarmFinding(index, id, 'ApproximateNumberOfMessagesVisible')),
 };
+
+/** The SQS metric of a queue's oldest message, seconds. */
+const OLDEST_AGE_METRIC = 'ApproximateAgeOfOldestMessage';
+/** Comparison operators under which a Threshold is the age that pages. */
+const UPPER_BOUND_OPERATORS = new Set(['GreaterThanThreshold', 'GreaterThanOrEqualToThreshold']);
+
+/** The finding of O3-QueueAgeThreshold for one alarm on a job type's queue. */
+function thresholdFinding(
+  index: TemplateIndex,
+  alarmId: string,
+  queueId: string,
+  objective: QueueObjective,
+): ResourceFinding {
+  const p = index.props(alarmId);
+  const limit = objective.latencyObjectiveSeconds;
+  const subject = `${alarmId} (${OLDEST_AGE_METRIC} of ${queueId}, job type ${objective.jobType}, latency objective ${limit} s)`;
+  const queries = Array.isArray(p.Metrics) ? p.Metrics.filter(isRecord) : [];
+  const returned =
+    queries.length === 1 ? queries[0] : queries.find((q) => literalBoolean(q.ReturnData) === true);
+  if (returned !== undefined && !isRecord(returned.MetricStat))
+    return notCheckable(
+      alarmId,
+      `${subject}: its Threshold applies to the expression ${flattenText(returned.Expression)}, not to the age itself`,
+    );
+  const operator = flattenText(p.ComparisonOperator ?? '');
+  if (!UPPER_BOUND_OPERATORS.has(operator))
+    return notCheckable(
+      alarmId,
+      `${subject}: it compares with ${operator || 'no operator'}, so its Threshold is no age limit`,
+    );
+  const thresholds = index.numbers(p.Threshold, Number.NaN, `${alarmId}'s Threshold`);
+  if (isUnknown(thresholds)) return notCheckable(alarmId, `${subject}: ${thresholds.unknown}`);
+  if (thresholds.some((c) => Number.isNaN(c.value)))
+    return notCheckable(
+      alarmId,
+      `${subject}: it has no Threshold (a band alarm), so its age limit is unknown`,
+    );
+  const above = thresholds.find((c) => c.value > limit);
+  if (above !== undefined)
+    return finding(
+      alarmId,
+      false,
+      `${subject}: Threshold ${above.value} s${viaText(above.via)} is above the objective, so it pages only once the objective is already broken: set Threshold to at most ${limit} s`,
+    );
+  return finding(
+    alarmId,
+    true,
+    `${subject}: Threshold ${Math.max(...thresholds.map((c) => c.value))} s is within the objective`,
+  );
+}
+
+/**
+ * O3 (issue 15 item 3): a job type's oldest-message alarm fires within its latency objective.
+ * Needs the pipeline config (TemplateAuditOptions.objectives): `tenang audit` on the project gives
+ * it; a template audited alone, the cdk-nag pack and the live model have none, so it is not in
+ * TEMPLATE_RULES and applies to nothing there.
+ */
+const queueAgeThreshold: TemplateRule = {
+  suffix: 'O3-QueueAgeThreshold',
+  featureId: 'O3',
+  title: `The ${OLDEST_AGE_METRIC} alarm of a job type's queue has a Threshold no higher than the job type's latencyObjectiveSeconds (where the pipeline config gives one).`,
+  explanation:
+    'An age alarm above the objective pages only after the objective is broken: the work is already late when anyone hears of it.',
+  reads: { [QUEUE]: ['QueueName'], [ALARM]: ['Dimensions', 'Metrics', 'Threshold', 'ComparisonOperator'] },
+  notApplicable: (index) =>
+    index.objectives === undefined
+      ? 'no latency objective is known: the template was audited without a pipeline config'
+      : `no ${OLDEST_AGE_METRIC} alarm watches the queue of a job type the config declares`,
+  check: (index) =>
+    (index.objectives ?? []).flatMap((objective) =>
+      index
+        .ofType(QUEUE)
+        .filter(([, q]) => {
+          const names = index.candidates(q.Properties?.QueueName);
+          return !isUnknown(names) && names.some((c) => c.value === objective.queueName);
+        })
+        .flatMap(([queueId]) =>
+          index
+            .queueAlarmIds(queueId, OLDEST_AGE_METRIC)
+            .byName.map((alarmId) => thresholdFinding(index, alarmId, queueId, objective)),
+        ),
+    ),
+};
+
+/** Rules that need the pipeline config: run by the template audit only (see queueAgeThreshold). */
+export const CONFIG_TEMPLATE_RULES: readonly TemplateRule[] = [queueAgeThreshold];
 
 /**
  * Bounds on a stream mapping's MaximumRetryAttempts: R3's receive counts as retries (a receive

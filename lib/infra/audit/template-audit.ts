@@ -7,7 +7,15 @@
  * makes each rule that reads it `not-checkable` for that resource, naming what is unknown.
  */
 import { checklistItem, type AuditFinding, type ChecklistItem, type ItemFinding } from './checklist';
-import { TEMPLATE_RULES, TemplateIndex, ruleId, type TemplateModel, type TemplateResource } from './rules';
+import {
+  CONFIG_TEMPLATE_RULES,
+  TEMPLATE_RULES,
+  TemplateIndex,
+  ruleId,
+  type TemplateAuditOptions,
+  type TemplateModel,
+  type TemplateResource,
+} from './rules';
 import { expandServerless, type ResourceOrigin } from './sam';
 import { TemplateFormatError } from './template-text';
 
@@ -288,13 +296,19 @@ function renamer(located: ReadonlyMap<string, Located>): (text: string) => strin
   return (text) => text.replace(pattern, (id) => names.get(id) ?? id);
 }
 
-/** Audits stacks that deploy together (or one template): the checklist and its located findings. */
-export function auditTemplates(stacks: readonly StackTemplate[]): TemplateAudit {
+/**
+ * Audits stacks that deploy together (or one template): the checklist and its located findings.
+ * `options.objectives` (the pipeline config's latency objectives) turns on the threshold rule.
+ */
+export function auditTemplates(
+  stacks: readonly StackTemplate[],
+  options: TemplateAuditOptions = {},
+): TemplateAudit {
   const { model, located, unresolved } = mergeStacks(stacks);
-  const index = new TemplateIndex(model);
+  const index = new TemplateIndex(model, options);
   const rename = renamer(located);
   const findings: AuditFinding[] = [];
-  const items = TEMPLATE_RULES.map((rule) => {
+  const items = [...TEMPLATE_RULES, ...CONFIG_TEMPLATE_RULES].map((rule) => {
     const id = ruleId(rule);
     const own: (ItemFinding & { logicalId: string })[] = rule.check(index).map((f) => ({
       resource: located.get(f.logicalId)?.display ?? f.logicalId,
@@ -321,7 +335,11 @@ export function auditTemplates(stacks: readonly StackTemplate[]): TemplateAudit 
       });
     }
     const all = [...own, ...unknown];
-    const item = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
+    const checked = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
+    const item =
+      checked.status === 'not-applicable' && rule.notApplicable !== undefined
+        ? { ...checked, why: rule.notApplicable(index) }
+        : checked;
     for (const f of all) {
       if (f.compliant && f.checkable !== false) continue;
       const where = located.get(f.logicalId);
@@ -343,6 +361,6 @@ export function auditTemplates(stacks: readonly StackTemplate[]): TemplateAudit 
 }
 
 /** The checklist for one template object (JSON form; SAM is modelled): one item per rule, in checklist order. */
-export function auditTemplate(template: unknown): ChecklistItem[] {
-  return auditTemplates([{ name: 'template', template }]).items;
+export function auditTemplate(template: unknown, options: TemplateAuditOptions = {}): ChecklistItem[] {
+  return auditTemplates([{ name: 'template', template }], options).items;
 }
