@@ -9,7 +9,13 @@
  */
 import type { Command } from 'commander';
 import * as z from '../config/zod';
-import { CommandFailedError, UsageError, type CliContext, type RegisterCommand } from '../ops/cli-context';
+import {
+  CommandFailedError,
+  configFree,
+  UsageError,
+  type CliContext,
+  type RegisterCommand,
+} from '../ops/cli-context';
 import { DRILL_CATALOG } from '../ops/drills/catalog';
 import { parseOptions } from '../ops/options';
 import { renderTable } from '../ops/table';
@@ -32,7 +38,7 @@ const ANY_JOB_TYPE: readonly string[] = DRILL_CATALOG.filter((d) => 'jobType' in
 export const drillCommand =
   (cli: RunDrillOptions['cli']): RegisterCommand =>
   (program: Command, context: () => CliContext): void => {
-    program
+    const drill = program
       .command('drill')
       .description(
         "Rehearse a runbook: create its incident on a local platform, run the runbook's commands, check recovery",
@@ -105,4 +111,6 @@ Examples:
         if (failed.length > 0)
           throw new CommandFailedError(`drill failed: ${failed.map((r) => r.drill).join(', ')}`);
       });
+    // A drill plays on a platform of its own: the operator's stack is never read.
+    configFree(drill);
   };

@@ -265,6 +265,15 @@ describe('The pipeline config read from the deployed stack', () => {
     expect(result.err).toContain('no pipeline config for stage "unit"');
   });
 
+  it('when drills are listed, no AWS call is made for the config', async () => {
+    // Act
+    const result = await cli('drill', '--list');
+    // Assess
+    expect(cfn.calls()).toHaveLength(0);
+    expect(result.code).toBe(0);
+    expect(result.out).toContain('dlq-not-empty');
+  });
+
   it('when the audit is given a template, no AWS call is made for the config', async () => {
     // Prepare
     const template = path.join(dir, 'template.json');
