@@ -84,6 +84,33 @@ export default tseslint.config(
   { files: ['lib/chaos/**/*.ts', 'lib/drills/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.test) },
   { files: ['bench/**/*.ts'], rules: restrictImports(LAYER.test) },
   {
+    // The examples are apps built on the published package: its entry points only, as a user's
+    // app would import them (test/package synthesizes them outside the repo).
+    files: ['examples/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            ...RUNTIME_RESTRICTED_PATHS,
+            {
+              name: 'tenang/runtime',
+              importNames: ['z'],
+              message:
+                "Import * as z from 'tenang/zod': a re-exported namespace keeps all of zod/mini in the bundle.",
+            },
+          ],
+          patterns: [
+            layerRule(
+              ['lib', 'lambdas', 'bin', 'test'],
+              "An example imports tenang's entry points (tenang/…), not its sources.",
+            ),
+          ],
+        },
+      ],
+    },
+  },
+  {
     // lib/core is pure: no SDK, no environment, no Redis.
     files: ['lib/core/**/*.ts'],
     rules: {

@@ -198,21 +198,39 @@ function handlerEnv(): NodeJS.ProcessEnv {
   };
 }
 
-/** Measures every handler under lambdas/. */
+/** The example app whose own functions and job modules are measured beside tenang's. */
+const EXAMPLE_DIR = path.join(ROOT, 'examples', 'reference');
+
+/**
+ * Every deployed handler module, by name: tenang's own under lambdas/ (lambdas/<name>/index.ts)
+ * and the reference app's functions and job modules (examples/reference/{functions,jobs}/<name>.ts).
+ */
+function handlerModules(): { readonly name: string; readonly entry: string }[] {
+  const own = fs
+    .readdirSync(path.join(ROOT, 'lambdas'))
+    .map((d) => ({ name: d, entry: path.join(ROOT, 'lambdas', d, 'index.ts') }))
+    .filter((h) => fs.existsSync(h.entry));
+  const example = ['functions', 'jobs'].flatMap((dir) =>
+    fs
+      .readdirSync(path.join(EXAMPLE_DIR, dir))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => ({ name: path.basename(f, '.ts'), entry: path.join(EXAMPLE_DIR, dir, f) })),
+  );
+  return [...own, ...example].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Measures every handler: tenang's lambdas/ and the reference app's functions and job modules. */
 export async function measureBundles(opts: {
   runs: number;
   log: (line: string) => void;
 }): Promise<BundleResult[]> {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-bench-bundles-'));
-  const handlers = fs
-    .readdirSync(path.join(ROOT, 'lambdas'))
-    .filter((d) => fs.existsSync(path.join(ROOT, 'lambdas', d, 'index.ts')))
-    .sort();
+  const handlers = handlerModules();
   const env = handlerEnv();
   const results: BundleResult[] = [];
-  for (const handler of handlers) {
+  for (const { name: handler, entry } of handlers) {
     const file = path.join(out, `${handler}.mjs`);
-    const meta = await bundle(path.join(ROOT, 'lambdas', handler, 'index.ts'), file);
+    const meta = await bundle(entry, file);
     const clients = sdkClients(meta);
     const baseEntry = path.join(out, `${handler}.baseline-entry.mjs`);
     fs.writeFileSync(baseEntry, baselineSource(clients));

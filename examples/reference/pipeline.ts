@@ -108,6 +108,7 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       {
         consumer: 'cache-invalidator',
         table: 'orders',
+        entry: 'functions/cache-invalidator.ts',
         // Deletes the changed order's cache keys.
         resources: { cache: true },
         function: { timeoutSeconds: 10, memoryMb: 256 },
@@ -122,6 +123,7 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
       {
         consumer: 'outbox-relay',
         table: 'orders',
+        entry: 'functions/outbox-relay.ts',
         // Enqueues an order's follow-up jobs, each claimed once in dedup (Q1); defers what is not
         // critical while the stage is degraded.
         resources: {

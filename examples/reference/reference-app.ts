@@ -5,8 +5,10 @@
  * built on the stack's public parts: its tables, a job type's queue, the cache and the degrade
  * flag.
  */
+import * as path from 'node:path';
+
 import { CfnOutput, type App } from 'aws-cdk-lib';
-import { buildApp, grantSend, Ingress, lambdaEntry, type BuiltApp, type PipelineStack } from 'tenang/infra';
+import { buildApp, grantSend, Ingress, type BuiltApp, type PipelineStack } from 'tenang/infra';
 import { referencePipeline } from './pipeline';
 
 /** The reference app's stack, with its ingress. */
@@ -19,15 +21,23 @@ const INGRESS_TABLES = { orders: ['GetItem', 'PutItem'], dedup: ['PutItem', 'Del
 /** The reader's cache-aside miss reads the order. */
 const READER_TABLES = { orders: ['GetItem'] } as const;
 
-/** Adds the reference's HTTP ingress to a pipeline stack built from referencePipeline. */
-export function addIngress(stack: PipelineStack): Ingress {
+/** The reference's own function `name`: functions/<name>.ts of the app's directory. */
+function functionEntry(appDir: string, name: string): string {
+  return path.join(appDir, 'functions', `${name}.ts`);
+}
+
+/**
+ * Adds the reference's HTTP ingress to a pipeline stack built from referencePipeline; its
+ * functions' modules are under `appDir` (default: this file's directory).
+ */
+export function addIngress(stack: PipelineStack, appDir: string = __dirname): Ingress {
   const { config, cache } = stack;
   const common = { TENANG_STAGE: config.stage.name };
   const payment = stack.workerQueue('payment.capture').queue;
   // The construct id 'Ingress' on the stack keeps the logical ids it had inside PipelineStack.
   const ingress = new Ingress(stack, 'Ingress', {
-    ingressEntry: lambdaEntry('ingress'),
-    readerEntry: lambdaEntry('order-reader'),
+    ingressEntry: functionEntry(appDir, 'ingress'),
+    readerEntry: functionEntry(appDir, 'order-reader'),
     ingressEnvironment: {
       ...common,
       ...stack.tableEnvironment(INGRESS_TABLES),
@@ -51,12 +61,16 @@ export function addIngress(stack: PipelineStack): Ingress {
   return ingress;
 }
 
-/** Builds the reference app in `app`: buildApp with the reference's declaration, then its ingress. */
+/**
+ * Builds the reference app in `app`: buildApp with the reference's declaration, then its ingress.
+ * Its modules' paths are relative to `appDir` (default: this file's directory).
+ */
 export function referenceApp(
   app: App,
   region: string,
   opts: { readonly appDir?: string } = {},
 ): ReferenceApp {
-  const built = buildApp(app, referencePipeline, region, opts);
-  return { ...built, ingress: addIngress(built.stack) };
+  const appDir = opts.appDir ?? __dirname;
+  const built = buildApp(app, referencePipeline, region, { appDir });
+  return { ...built, ingress: addIngress(built.stack, appDir) };
 }

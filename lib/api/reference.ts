@@ -3,7 +3,28 @@
  * reservations) and its adapters, for the job modules of examples/reference and apps that reuse
  * them. The kit itself (runner, idempotency, locks, breakers) is `tenang/runtime`.
  */
-export { PaymentCapturePayload, NotificationSendPayload, InventoryReservePayload } from '../core/envelope';
+export {
+  PaymentCapturePayload,
+  NotificationSendPayload,
+  InventoryReservePayload,
+  type JobTypeName,
+} from '../core/envelope';
+export { OrderSchema, OrderLineSchema, type Order, type OrderLine } from '../core/order';
+export { ORDER_STATES, type OrderState } from '../core/state-machine';
+export {
+  becamePaid,
+  followUpsForOrderChange,
+  relayFollowUps,
+  type Enqueue,
+  type FollowUp,
+  type FollowUpOutcome,
+} from '../core/outbox';
+export { orderCacheKey, keysForOrderChange, type OrderKeyFields } from '../core/cache-keys';
+export {
+  readOrderChange,
+  type OrderStreamChange,
+  type UnknownStreamRecord,
+} from '../adapters/aws/order-stream';
 export {
   capturePayment,
   captureGuard,
@@ -31,7 +52,7 @@ export {
   type InventoryStore,
   type ReserveOutcome,
 } from '../core/inventory';
-export type { DedupStore } from '../core/ports';
+export type { DedupStore, OrderStore } from '../core/ports';
 export { DynamoDbOrderStore } from '../adapters/aws/dynamodb-order-store';
 export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
 export { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';

@@ -55,7 +55,25 @@ export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adap
 export { METRIC } from '../config/metrics';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
 export { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
-export { CacheAside, invalidateKeys, ttlWithJitterMs, type CachePolicySettings } from '../core/cache-policy';
+export {
+  CacheAside,
+  invalidateKeys,
+  ttlWithJitterMs,
+  type CachePolicySettings,
+  type CachedEntityCodec,
+  type CachePolicyEvent,
+  type CacheSource,
+} from '../core/cache-policy';
+export { cacheKeyspace, type CacheKeyspace, type KeyInvalidation } from '../core/cache-keys';
+export type { VersionedCache } from '../core/ports';
+export {
+  CACHE_ENV_SHAPE,
+  cacheEnvCheck,
+  cacheConnectionSettings,
+  connectRedis,
+  type CacheEnv,
+  type CacheConnectionSettings,
+} from '../adapters/redis/connect';
 export { RedisCache, type RedisCacheOptions } from '../adapters/redis/redis-cache';
 export {
   TenangError,
@@ -63,14 +81,40 @@ export {
   PermanentError,
   PermissionDeniedError,
   ValidationError,
+  ClaimInFlightError,
+  CacheUnavailableError,
   classifyError,
   errorClassName,
   type ErrorClass,
 } from '../core/errors';
-export { decideRetry, fullJitterDelaySeconds, type RetryDecision } from '../core/backoff';
+export { decideRetry, fullJitterDelaySeconds, type RetryDecision, type Random } from '../core/backoff';
+export { admit, type Admission } from '../core/admission';
+export { SsmDegradeFlag, degradedOrFalse } from '../adapters/aws/ssm-degrade-flag';
+export { reportPermissionDenial, type DenialReport } from '../adapters/aws/permission-denial';
+export { sequenceNumberOf } from '../adapters/aws/order-stream';
 export { parseEnvelope, makeEnvelope, ENVELOPE_VERSION, type JobEnvelope } from '../core/envelope';
 export { stageConfig, parseFunctionEnv, FunctionEnvError } from '../adapters/lambda-env';
 export { observability } from '../adapters/powertools';
 export { newSqsClient, newDynamoDbClient, newSsmClient } from '../adapters/aws/clients';
-/** zod/mini with English messages: payload schemas built with it validate like tenang's own. */
+/**
+ * zod/mini with English messages: payload schemas built with it validate like tenang's own. In a
+ * bundled function prefer `import * as z from 'tenang/zod'`: this re-exported namespace keeps all
+ * of zod/mini in the bundle.
+ */
 export * as z from '../config/zod';
+/**
+ * What a function of an app's own is built with, from the versions tenang runs on: Powertools'
+ * batch processing and its logger and metrics, the SQS client, Lambda's event types.
+ */
+export { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+export type { Logger } from '@aws-lambda-powertools/logger';
+export type { Metrics } from '@aws-lambda-powertools/metrics';
+export { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
+export type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBRecord,
+  DynamoDBStreamEvent,
+} from 'aws-lambda';

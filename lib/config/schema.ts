@@ -102,7 +102,14 @@ const jobTypeName = (): z.ZodMiniString<string> =>
 
 /** A handler module, relative to the app's directory, exporting `handler`. */
 const entryPath = (): z.ZodMiniString<string> =>
-  z.string().check(z.regex(/^[^/].*\.[cm]?[jt]s$/, 'must be a relative path to a .ts or .js file'));
+  z
+    .string({
+      error: (issue) =>
+        issue.input === undefined
+          ? 'is required: the handler module, relative to the app (e.g. jobs/invoice-issue.ts)'
+          : undefined,
+    })
+    .check(z.regex(/^[^/].*\.[cm]?[jt]s$/, 'must be a relative path to a .ts or .js file'));
 
 /**
  * What a job type's consumer uses. The stack derives everything from it: each table's
@@ -170,9 +177,9 @@ export const JobTypeSchema = z.object({
   resources: z._default(JobResourcesSchema, { tables: {}, providers: [] }),
   /**
    * The consumer's handler module, relative to the app's directory (e.g. `jobs/invoice-issue.ts`,
-   * exporting `handler`). @default the package's lambdas/<consumer>/index.ts (the reference's)
+   * exporting `handler`).
    */
-  entry: z.optional(entryPath()),
+  entry: entryPath(),
   /**
    * A valid payload, for the local platform's traffic and the chaos workload of a job type they
    * know nothing else about. @default none: such a job type gets no generated traffic
@@ -204,11 +211,8 @@ export const StreamConsumerSchema = z.object({
   consumer: kebabName('must be kebab-case'),
   /** The declared table whose stream it consumes (the table must declare a stream). */
   table: TableName,
-  /**
-   * The handler module, relative to the app's directory.
-   * @default the package's lambdas/<consumer>/index.ts (the reference's)
-   */
-  entry: z.optional(entryPath()),
+  /** The handler module, relative to the app's directory (e.g. `functions/outbox-relay.ts`). */
+  entry: entryPath(),
   /** What it uses (grants, variables, VPC placement). @default none */
   resources: z._default(StreamResourcesSchema, { tables: {}, queues: [], cache: false, degradeFlag: false }),
   function: FunctionSchema,

@@ -28,9 +28,10 @@ import type { TargetTraits } from './target';
 import { WorkerQueue } from './worker-queue';
 
 /**
- * Handler entry of a deployed function: lambdas/<name>/index.ts, found from a checkout's
- * lib/infra or the installed package's dist/lib/infra (the package ships the sources so esbuild
- * bundles them as ESM, tree-shaken: a bundle of the compiled CommonJS is about twice the size).
+ * Handler entry of tenang's own function (the flag reconciler): lambdas/<name>/index.ts, found
+ * from a checkout's lib/infra or the installed package's dist/lib/infra (the package ships the
+ * sources so esbuild bundles them as ESM, tree-shaken: a bundle of the compiled CommonJS is about
+ * twice the size).
  */
 export function lambdaEntry(name: string): string {
   const candidates = [
@@ -42,12 +43,9 @@ export function lambdaEntry(name: string): string {
 
 export { constructIdOf };
 
-/** The handler module of a consumer: its declared `entry`, or the package's lambdas/<consumer>. */
-export function jobEntry(
-  declared: { readonly consumer: string; readonly entry?: string | undefined },
-  appDir: string = process.cwd(),
-): string {
-  return declared.entry === undefined ? lambdaEntry(declared.consumer) : path.resolve(appDir, declared.entry);
+/** The handler module of a consumer: its declared `entry`, relative to the app's directory. */
+export function jobEntry(declared: { readonly entry: string }, appDir: string = process.cwd()): string {
+  return path.resolve(appDir, declared.entry);
 }
 
 /** Props of PipelineStack. */

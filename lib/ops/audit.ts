@@ -58,11 +58,20 @@ export function synthesizeProjectTemplate(
   stage: string,
   region: string,
   warn: (text: string) => void,
+  appDir: string = process.cwd(),
 ): { stackName: string; template: unknown } {
+  const missing = [...pipeline.jobTypes, ...pipeline.streamConsumers]
+    .map((d) => d.entry)
+    .filter((entry) => entry !== undefined && !fs.existsSync(path.resolve(appDir, entry)));
+  if (missing.length > 0) {
+    throw new UsageError(
+      `the declaration's entries are not under ${appDir} (${missing.join(', ')}): run the audit in the app's directory or give --app-dir; to audit the whole app as deployed, \`cdk synth | tenang audit -\` or \`tenang audit cdk.out\``,
+    );
+  }
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-audit-'));
   try {
     const app = new App({ outdir, context: { [STAGE_CONTEXT_KEY]: stage, 'aws:cdk:bundling-stacks': [] } });
-    const { stack } = buildApp(app, () => pipeline, region);
+    const { stack } = buildApp(app, () => pipeline, region, { appDir });
     const file = path.join(outdir, stack.templateFile);
     try {
       app.synth();
@@ -131,6 +140,7 @@ export function runAudit(
     ctx.stage,
     ctx.region,
     ctx.err,
+    options.appDir === undefined ? undefined : path.resolve(options.appDir),
   );
   const audit = auditTemplates([{ name: stackName, template }], { objectives: queueObjectives(ctx.config) });
   const items = [...audit.items, ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];

@@ -48,7 +48,7 @@ function appStack(): { stack: PipelineStack; template: Template } {
         streamConsumerInput({
           consumer: 'shipment-relay',
           table: 'shipments',
-          entry: 'lambdas/outbox-relay/index.ts',
+          entry: 'examples/reference/functions/outbox-relay.ts',
           resources: { tables: { orders: ['PutItem'] }, queues: ['order.ship'], degradeFlag: true },
         }),
       ],

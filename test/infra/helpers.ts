@@ -54,7 +54,7 @@ export function synthPipeline(target: DeployTarget = 'aws'): {
     traits: targetTraits(app),
     env: { region: REGION },
   });
-  const ingress = addIngress(stack);
+  const ingress = addIngress(stack, REFERENCE_APP_DIR);
   return { stack, ingress, template: Template.fromStack(stack), config: stack.config };
 }
 

@@ -1,8 +1,8 @@
+import * as path from 'node:path';
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Cache } from '../../lib/infra/cache';
 import { Ingress, type IngressProps } from '../../lib/infra/ingress';
-import { lambdaEntry } from '../../lib/infra/pipeline-stack';
 import type { TenangFunction } from '../../lib/infra/tenang-function';
 import {
   getAtt,
@@ -11,6 +11,7 @@ import {
   propertiesOf,
   propsErrorOf,
   ref,
+  REFERENCE_APP_DIR,
   testStack,
   toText,
 } from './helpers';
@@ -20,8 +21,8 @@ function build(overrides: Partial<IngressProps> = {}): Ingress {
   const stack = testStack();
   const cache = new Cache(stack, 'Cache', { stageName: 'dev', managed: false });
   return new Ingress(stack, 'Ingress', {
-    ingressEntry: lambdaEntry('ingress'),
-    readerEntry: lambdaEntry('order-reader'),
+    ingressEntry: path.join(REFERENCE_APP_DIR, 'functions', 'ingress.ts'),
+    readerEntry: path.join(REFERENCE_APP_DIR, 'functions', 'order-reader.ts'),
     ingressEnvironment: { ORDERS_TABLE: 'tenang-dev-orders' },
     readerEnvironment: { ORDERS_TABLE: 'tenang-dev-orders', ...cache.connectionEnvironment },
     readerVpc: cache.functionPlacement,

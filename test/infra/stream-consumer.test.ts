@@ -2,7 +2,7 @@ import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { DLQ_RETENTION_SECONDS, type ResolvedStreamConsumer } from '../../lib/config';
-import { lambdaEntry } from '../../lib/infra/pipeline-stack';
+import { jobEntry } from '../../lib/infra/pipeline-stack';
 import { StreamConsumer, type StreamConsumerProps } from '../../lib/infra/stream-consumer';
 import {
   actionsAllowedOn,
@@ -11,6 +11,7 @@ import {
   propertiesOf,
   propsErrorOf,
   ref,
+  REFERENCE_APP_DIR,
   referenceConfig,
   testStack,
 } from './helpers';
@@ -33,7 +34,7 @@ function build(sc: ResolvedStreamConsumer, overrides: Partial<StreamConsumerProp
   return new StreamConsumer(stack, 'Consumer', {
     consumer: sc,
     table: streamedTable(stack, dynamodb.StreamViewType.NEW_AND_OLD_IMAGES),
-    entry: lambdaEntry(sc.consumer),
+    entry: jobEntry(sc, REFERENCE_APP_DIR),
     ...overrides,
   });
 }
@@ -49,7 +50,11 @@ describe('Class: StreamConsumer', () => {
     config.streamConsumers.forEach((sc, i) => {
       built.set(
         sc.consumer,
-        new StreamConsumer(stack, `Consumer${i}`, { consumer: sc, table, entry: lambdaEntry(sc.consumer) }),
+        new StreamConsumer(stack, `Consumer${i}`, {
+          consumer: sc,
+          table,
+          entry: jobEntry(sc, REFERENCE_APP_DIR),
+        }),
       );
     });
     template = Template.fromStack(stack);
@@ -193,7 +198,7 @@ describe('Class: StreamConsumer', () => {
           new StreamConsumer(stack, 'Consumer', {
             consumer: firstConsumer,
             table,
-            entry: lambdaEntry(firstConsumer.consumer),
+            entry: jobEntry(firstConsumer, REFERENCE_APP_DIR),
           }),
       );
 

@@ -5,7 +5,6 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { METRICS_NAMESPACE } from '../../lib/config';
 import { Cache } from '../../lib/infra/cache';
-import { lambdaEntry } from '../../lib/infra/pipeline-stack';
 import { TenangFunction, type TenangFunctionProps } from '../../lib/infra/tenang-function';
 import {
   actionsOf,
@@ -169,7 +168,7 @@ describe('Class: TenangFunction', () => {
   describe('Validation', () => {
     it('when the entry file does not exist, it fails naming the file', () => {
       // Prepare
-      const entry = lambdaEntry('no-such-consumer');
+      const entry = path.join(REFERENCE_APP_DIR, 'functions', 'no-such-consumer.ts');
 
       // Act
       const error = propsErrorOf(() => build({ entry }));
@@ -231,7 +230,7 @@ describe('Class: TenangFunction', () => {
       // Act
       const error = propsErrorOf(() =>
         build({
-          entry: lambdaEntry('no-such-consumer'),
+          entry: path.join(REFERENCE_APP_DIR, 'functions', 'no-such-consumer.ts'),
           serviceName: 'Bad_Name',
           timeoutSeconds: 0,
           memoryMb: 64,

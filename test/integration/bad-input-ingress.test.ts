@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type * as IngressModule from '../../lambdas/ingress';
+import type * as IngressModule from '../../examples/reference/functions/ingress';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
@@ -73,7 +73,7 @@ beforeAll(async () => {
     DEGRADE_FLAG: `/tenang/${STAGE}/flags/degrade`,
   });
   try {
-    ingress = await import('../../lambdas/ingress');
+    ingress = await import('../../examples/reference/functions/ingress');
   } finally {
     process.env = saved;
   }

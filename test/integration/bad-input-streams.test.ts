@@ -26,8 +26,8 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import type Redis from 'ioredis';
-import type * as InvalidatorModule from '../../lambdas/cache-invalidator';
-import type * as RelayModule from '../../lambdas/outbox-relay';
+import type * as InvalidatorModule from '../../examples/reference/functions/cache-invalidator';
+import type * as RelayModule from '../../examples/reference/functions/outbox-relay';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
@@ -130,8 +130,8 @@ beforeAll(async () => {
     DEDUP_TABLE: dedupTable,
   });
   try {
-    invalidator = await import('../../lambdas/cache-invalidator');
-    relay = await import('../../lambdas/outbox-relay');
+    invalidator = await import('../../examples/reference/functions/cache-invalidator');
+    relay = await import('../../examples/reference/functions/outbox-relay');
   } finally {
     process.env = saved;
   }

@@ -21,8 +21,8 @@ import type {
   DynamoDBStreamEvent,
 } from 'aws-lambda';
 import Redis from 'ioredis';
-import type * as InvalidatorModule from '../../lambdas/cache-invalidator';
-import type * as ReaderModule from '../../lambdas/order-reader';
+import type * as InvalidatorModule from '../../examples/reference/functions/cache-invalidator';
+import type * as ReaderModule from '../../examples/reference/functions/order-reader';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
@@ -81,8 +81,8 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, { TENANG_STAGE: STAGE, ORDERS_TABLE: tableName, CACHE_AUTH: 'none' });
   try {
-    reader = await import('../../lambdas/order-reader');
-    invalidator = await import('../../lambdas/cache-invalidator');
+    reader = await import('../../examples/reference/functions/order-reader');
+    invalidator = await import('../../examples/reference/functions/cache-invalidator');
   } finally {
     process.env = saved;
   }

@@ -17,7 +17,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type Redis from 'ioredis';
-import type * as ReaderModule from '../../lambdas/order-reader';
+import type * as ReaderModule from '../../examples/reference/functions/order-reader';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
@@ -180,7 +180,7 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, { TENANG_STAGE: STAGE, ORDERS_TABLE: 'unused', CACHE_AUTH: 'none' });
   try {
-    reader = await import('../../lambdas/order-reader');
+    reader = await import('../../examples/reference/functions/order-reader');
   } finally {
     process.env = saved;
   }

@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import type * as IngressModule from '../../lambdas/ingress';
+import type * as IngressModule from '../../examples/reference/functions/ingress';
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { createJobHandler } from '../../lib/adapters/define-job';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
@@ -86,7 +86,7 @@ beforeAll(async () => {
     POWERTOOLS_METRICS_DISABLED: 'true',
   });
   try {
-    ingress = await import('../../lambdas/ingress');
+    ingress = await import('../../examples/reference/functions/ingress');
   } finally {
     process.env = saved;
   }

@@ -16,7 +16,7 @@ import { DeleteParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import type * as RelayModule from '../../lambdas/outbox-relay';
+import type * as RelayModule from '../../examples/reference/functions/outbox-relay';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
@@ -87,7 +87,7 @@ beforeAll(async () => {
     DEDUP_TABLE: dedupTable,
   });
   try {
-    relay = await import('../../lambdas/outbox-relay');
+    relay = await import('../../examples/reference/functions/outbox-relay');
   } finally {
     process.env = saved;
   }

@@ -65,7 +65,11 @@ describe('the tenang package', () => {
       expect(files).toContain(`dist/lib/api/${entry}.js`);
       expect(files).toContain(`dist/lib/api/${entry}.d.ts`);
     }
-    expect(files).toContain('lambdas/ingress/index.ts');
+    expect(files).toContain('lambdas/flag-reconciler/index.ts');
+    // The reference's own functions are the example's, not the package's.
+    expect(
+      files.filter((f) => f.startsWith('lambdas/') && !f.startsWith('lambdas/flag-reconciler/')),
+    ).toEqual([]);
     expect(files).toContain('lib/api/reference.ts');
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
     expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);

@@ -21,6 +21,7 @@ export function jobTypeInput(overrides: Partial<JobTypeInput> = {}): JobTypeInpu
   return {
     name: 'order.ship',
     consumer: 'ship-consumer',
+    entry: 'jobs/order-ship.ts',
     queue: { kind: 'standard' },
     function: { timeoutSeconds: 10, memoryMb: 256 },
     batch: { size: 5, maxConcurrency: 2 },
@@ -46,6 +47,7 @@ export function streamConsumerInput(overrides: Partial<StreamConsumerInput> = {}
   return {
     consumer: 'cache-invalidator',
     table: 'orders',
+    entry: 'functions/cache-invalidator.ts',
     function: { timeoutSeconds: 10, memoryMb: 256 },
     batchSize: 100,
     retryAttempts: 3,

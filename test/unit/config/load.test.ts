@@ -450,6 +450,27 @@ describe('Function: loadPipelineConfig', () => {
         path: 'streamConsumers[0].latencyObjectiveSeconds',
         says: 'must be below maxRecordAgeSeconds',
       },
+      // Handler modules: every consumer names its own; the package ships none of an app's
+      {
+        case: 'a job type declares no entry',
+        input: pipelineInput({ jobTypes: [{ ...jobTypeInput(), entry: undefined as unknown as string }] }),
+        path: 'jobTypes[0].entry',
+        says: 'is required: the handler module, relative to the app',
+      },
+      {
+        case: 'a stream consumer declares no entry',
+        input: pipelineInput({
+          streamConsumers: [{ ...streamConsumerInput(), entry: undefined as unknown as string }],
+        }),
+        path: 'streamConsumers[0].entry',
+        says: 'is required: the handler module, relative to the app',
+      },
+      {
+        case: 'an entry is an absolute path',
+        input: pipelineInput({ jobTypes: [jobTypeInput({ entry: '/srv/jobs/order-ship.ts' })] }),
+        path: 'jobTypes[0].entry',
+        says: 'must be a relative path to a .ts or .js file',
+      },
       // The pipeline as a whole
       {
         case: 'no job type is declared',

@@ -155,8 +155,18 @@ export function citationsIn(file: string, text: string): FoundCitation[] {
   );
 }
 
-/** Where citations are looked for: code and docs directories, and the README. */
-export const CITING_ROOTS = ['lib', 'lambdas', 'bin', 'bench', 'scripts', 'test', 'runbooks', 'README.md'];
+/** Where citations are looked for: code (the examples' too) and docs directories, and the README. */
+export const CITING_ROOTS = [
+  'lib',
+  'lambdas',
+  'examples',
+  'bin',
+  'bench',
+  'scripts',
+  'test',
+  'runbooks',
+  'README.md',
+];
 const CITING_FILES = /\.(?:[cm]?[jt]s|md|py)$/;
 const SKIPPED_DIRS = new Set(['node_modules', 'out', '__snapshots__']);
 

@@ -1,6 +1,6 @@
 /**
  * cache-invalidator (C2, C3, C5, X7): on every change of an order in the orders table's stream,
- * fences every cache key the change affects (lib/core/cache-keys.ts) with a tombstone at the new
+ * fences every cache key the change affects (keysForOrderChange) with a tombstone at the new
  * version, so no reader can put an older value back. A cache that does not answer is retried
  * inside the invocation with full-jitter backoff while time remains (a Redis blip is ridden out
  * there: the stream's own retries are immediate, and ten of them last about a second when Redis
@@ -8,33 +8,39 @@
  * fails, so the stream mapping retries it (bisecting the batch) until the cache converges. A record
  * of an entity this function does not know is logged and skipped, never retried forever.
  */
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Logger } from '@aws-lambda-powertools/logger';
-import type { Metrics } from '@aws-lambda-powertools/metrics';
-import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
-import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
-import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
-import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
-import { observability } from '../../lib/adapters/powertools';
+import { StageSchema } from 'tenang/config';
+import { keysForOrderChange, readOrderChange, type OrderKeyFields } from 'tenang/reference';
 import {
+  BatchProcessor,
   CACHE_ENV_SHAPE,
+  CacheUnavailableError,
   cacheConnectionSettings,
   cacheEnvCheck,
-  connectRedis,
-} from '../../lib/adapters/redis/connect';
-import { RedisCache } from '../../lib/adapters/redis/redis-cache';
-import { StageSchema } from '../../lib/config/schema';
-import * as z from '../../lib/config/zod';
-import {
   cacheKeyspace,
-  keysForOrderChange,
+  connectRedis,
+  crashHookFrom,
+  EventType,
+  invalidateKeys,
+  noCrash,
+  observability,
+  parseFunctionEnv,
+  processPartialResponse,
+  RedisCache,
+  reportPermissionDenial,
+  sequenceNumberOf,
+  stageConfig,
   type CacheKeyspace,
-  type OrderKeyFields,
-} from '../../lib/core/cache-keys';
-import { invalidateKeys, type CachePolicySettings } from '../../lib/core/cache-policy';
-import type { VersionedCache } from '../../lib/core/ports';
-import { CacheUnavailableError } from '../../lib/core/errors';
+  type CachePolicySettings,
+  type Context,
+  type CrashHook,
+  type DynamoDBBatchResponse,
+  type DynamoDBRecord,
+  type DynamoDBStreamEvent,
+  type Logger,
+  type Metrics,
+  type VersionedCache,
+} from 'tenang/runtime';
+import * as z from 'tenang/zod';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'cache-invalidator';

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import type * as InvalidatorModule from '../../../lambdas/cache-invalidator';
+import type * as InvalidatorModule from '../../../examples/reference/functions/cache-invalidator';
 import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
 import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
@@ -34,7 +34,7 @@ async function withEnv<T>(env: Record<string, string>, action: () => Promise<T>)
 
 beforeAll(async () => {
   // The module builds a lazy Redis connection at init; nothing connects until a command runs.
-  invalidator = await withEnv(ENV, () => import('../../../lambdas/cache-invalidator'));
+  invalidator = await withEnv(ENV, () => import('../../../examples/reference/functions/cache-invalidator'));
 });
 
 afterEach(() => {
@@ -345,7 +345,7 @@ describe('Module: cache-invalidator environment', () => {
     const loading = withEnv({ TENANG_STAGE: 'unit', REDIS_URL: '' }, () => {
       delete process.env.REDIS_URL;
       return jest.isolateModulesAsync(async () => {
-        await import('../../../lambdas/cache-invalidator');
+        await import('../../../examples/reference/functions/cache-invalidator');
       });
     });
 

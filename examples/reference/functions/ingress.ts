@@ -12,27 +12,44 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-
-import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
-import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
-import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
-import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
-import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
-import { observability } from '../../lib/adapters/powertools';
-import { jobTypeByName, METRIC, type ResolvedJobType } from '../../lib/config';
-import { StageSchema } from '../../lib/config/schema';
-import * as z from '../../lib/config/zod';
-import { admit } from '../../lib/core/admission';
-import { InventoryReservePayload, makeEnvelope, PaymentCapturePayload } from '../../lib/core/envelope';
-import { classifyError, errorClassName } from '../../lib/core/errors';
-import { OrderLineSchema, OrderSchema, type Order } from '../../lib/core/order';
-import { paymentCaptureKey } from '../../lib/core/payment';
-import type { Clock, DedupStore, OrderStore } from '../../lib/core/ports';
+import { StageSchema, jobTypeByName, type ResolvedJobType } from 'tenang/config';
+import {
+  InventoryReservePayload,
+  OrderLineSchema,
+  OrderSchema,
+  PaymentCapturePayload,
+  paymentCaptureKey,
+  DynamoDbDedupStore,
+  DynamoDbOrderStore,
+  type DedupStore,
+  type Order,
+  type OrderStore,
+} from 'tenang/reference';
+import {
+  admit,
+  classifyError,
+  errorClassName,
+  makeEnvelope,
+  METRIC,
+  MetricUnit,
+  newDynamoDbClient,
+  newSqsClient,
+  newSsmClient,
+  observability,
+  parseFunctionEnv,
+  reportPermissionDenial,
+  SendMessageCommand,
+  SsmDegradeFlag,
+  stageConfig,
+  type APIGatewayProxyEventV2,
+  type APIGatewayProxyStructuredResultV2,
+  type Clock,
+  type Context,
+  type Logger,
+  type Metrics,
+  type SQSClient,
+} from 'tenang/runtime';
+import * as z from 'tenang/zod';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'ingress';
@@ -42,7 +59,7 @@ export const PRODUCER_DEDUP_TTL_SECONDS = 24 * 60 * 60;
 
 /**
  * How long a key is claimed while its job is being sent: twice the function's 10 s timeout
- * (lib/infra/ingress.ts), so no live request loses it; a request that died frees it by then.
+ * (the Ingress construct of tenang/infra), so no live request loses it; a request that died frees it by then.
  */
 export const IN_FLIGHT_CLAIM_SECONDS = 20;
 

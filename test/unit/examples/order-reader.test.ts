@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type * as ReaderModule from '../../../lambdas/order-reader';
+import type * as ReaderModule from '../../../examples/reference/functions/order-reader';
 import { InMemoryOrderStore } from '../../../lib/adapters/fakes/memory-order-store';
 import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
 import { METRIC } from '../../../lib/config/metrics';
@@ -26,7 +26,7 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, ENV);
   try {
-    reader = await import('../../../lambdas/order-reader');
+    reader = await import('../../../examples/reference/functions/order-reader');
   } finally {
     process.env = saved;
   }

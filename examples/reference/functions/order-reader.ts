@@ -5,34 +5,44 @@
  */
 import { setTimeout as sleepMs } from 'node:timers/promises';
 
-import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { newDynamoDbClient } from '../../lib/adapters/aws/clients';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
-import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
-import { observability } from '../../lib/adapters/powertools';
+import { StageSchema } from 'tenang/config';
+import {
+  DynamoDbOrderStore,
+  orderCacheKey,
+  OrderSchema,
+  type Order,
+  type OrderStore,
+} from 'tenang/reference';
 import {
   CACHE_ENV_SHAPE,
+  CacheAside,
   cacheConnectionSettings,
   cacheEnvCheck,
+  cacheKeyspace,
+  classifyError,
   connectRedis,
-} from '../../lib/adapters/redis/connect';
-import { RedisCache } from '../../lib/adapters/redis/redis-cache';
-import { METRIC } from '../../lib/config/metrics';
-import { StageSchema } from '../../lib/config/schema';
-import * as z from '../../lib/config/zod';
-import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
-import {
-  CacheAside,
+  errorClassName,
+  METRIC,
+  MetricUnit,
+  newDynamoDbClient,
+  observability,
+  parseFunctionEnv,
+  RedisCache,
+  stageConfig,
+  type APIGatewayProxyEventV2,
+  type APIGatewayProxyStructuredResultV2,
   type CachedEntityCodec,
+  type CacheKeyspace,
   type CachePolicyEvent,
   type CachePolicySettings,
   type CacheSource,
-} from '../../lib/core/cache-policy';
-import { classifyError, errorClassName } from '../../lib/core/errors';
-import { OrderSchema, type Order } from '../../lib/core/order';
-import type { Clock, OrderStore, VersionedCache } from '../../lib/core/ports';
+  type Clock,
+  type Context,
+  type Logger,
+  type Metrics,
+  type VersionedCache,
+} from 'tenang/runtime';
+import * as z from 'tenang/zod';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'order-reader';

@@ -10,7 +10,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as IngressModule from '../../../lambdas/ingress';
+import type * as IngressModule from '../../../examples/reference/functions/ingress';
 import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
 import { InMemoryOrderStore } from '../../../lib/adapters/fakes/memory-order-store';
 import { jobTypeByName, METRIC, type Criticality, type ResolvedJobType } from '../../../lib/config';
@@ -38,7 +38,7 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, ENV);
   try {
-    ingress = await import('../../../lambdas/ingress');
+    ingress = await import('../../../examples/reference/functions/ingress');
   } finally {
     process.env = saved;
   }

@@ -9,7 +9,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import type * as RelayModule from '../../../lambdas/outbox-relay';
+import type * as RelayModule from '../../../examples/reference/functions/outbox-relay';
 import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC } from '../../../lib/config/metrics';
@@ -39,7 +39,7 @@ beforeAll(async () => {
   const saved = { ...process.env };
   Object.assign(process.env, ENV);
   try {
-    relay = await import('../../../lambdas/outbox-relay');
+    relay = await import('../../../examples/reference/functions/outbox-relay');
   } finally {
     process.env = saved;
   }

@@ -1,6 +1,6 @@
 /**
  * outbox-relay (D6, Q1, B3): the orders table's stream is the transactional outbox. When an order
- * becomes PAID, this enqueues its follow-up jobs (lib/core/outbox.ts): a notification and one
+ * becomes PAID, this enqueues its follow-up jobs (followUpsForOrderChange): a notification and one
  * reservation per line, each once per (order, version, job) thanks to a producer-side dedup
  * record, so a stream record delivered twice enqueues once. The claim names the stream record:
  * its redelivery takes over a claim that its own earlier (ended) attempt left in flight and
@@ -10,37 +10,55 @@
  * shed (counted and logged, never dropped silently) and reservations are enqueued with a delay.
  */
 
-import { SQSClient, SendMessageCommand } from '@aws-sdk/client-sqs';
-
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Logger } from '@aws-lambda-powertools/logger';
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
-import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { newSqsClient, newDynamoDbClient, newSsmClient } from '../../lib/adapters/aws/clients';
-import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { reportPermissionDenial } from '../../lib/adapters/aws/permission-denial';
-import { readOrderChange, sequenceNumberOf } from '../../lib/adapters/aws/order-stream';
-import { degradedOrFalse, SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
-import { crashHookFrom, noCrash, type CrashHook } from '../../lib/adapters/crash';
-import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
-import { observability } from '../../lib/adapters/powertools';
-import { jobTypeByName, type PipelineConfig } from '../../lib/config';
-import { METRIC } from '../../lib/config/metrics';
-import { StageSchema, type Criticality } from '../../lib/config/schema';
-import * as z from '../../lib/config/zod';
-import type { Random } from '../../lib/core/backoff';
-import type { JobEnvelope, JobTypeName } from '../../lib/core/envelope';
-import { ClaimInFlightError, ValidationError } from '../../lib/core/errors';
-import { OrderSchema } from '../../lib/core/order';
+import { jobTypeByName, StageSchema, type Criticality, type PipelineConfig } from 'tenang/config';
 import {
   becamePaid,
+  DynamoDbDedupStore,
   followUpsForOrderChange,
+  ORDER_STATES,
+  OrderSchema,
+  readOrderChange,
   relayFollowUps,
+  type DedupStore,
   type Enqueue,
   type FollowUpOutcome,
-} from '../../lib/core/outbox';
-import type { Clock, DedupStore } from '../../lib/core/ports';
-import { ORDER_STATES, type OrderState } from '../../lib/core/state-machine';
+  type JobTypeName,
+  type OrderState,
+} from 'tenang/reference';
+import {
+  BatchProcessor,
+  ClaimInFlightError,
+  crashHookFrom,
+  degradedOrFalse,
+  EventType,
+  METRIC,
+  MetricUnit,
+  newDynamoDbClient,
+  newSqsClient,
+  newSsmClient,
+  noCrash,
+  observability,
+  parseFunctionEnv,
+  processPartialResponse,
+  reportPermissionDenial,
+  SendMessageCommand,
+  sequenceNumberOf,
+  SsmDegradeFlag,
+  stageConfig,
+  ValidationError,
+  type Clock,
+  type Context,
+  type CrashHook,
+  type DynamoDBBatchResponse,
+  type DynamoDBRecord,
+  type DynamoDBStreamEvent,
+  type JobEnvelope,
+  type Logger,
+  type Metrics,
+  type Random,
+  type SQSClient,
+} from 'tenang/runtime';
+import * as z from 'tenang/zod';
 
 /** Powertools service name of this function. */
 export const SERVICE_NAME = 'outbox-relay';
