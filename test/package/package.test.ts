@@ -151,6 +151,33 @@ describe('the tenang package', () => {
         };
         expect(typeof template.Metadata?.['tenang:pipeline']).toBe('string');
       }
+
+      // The installed CLI audits what the app synthesized: the assembly, and `cdk synth`'s YAML on
+      // stdin (`--app cdk.out` prints the synthesized stack again without a second bundling).
+      const tenang = path.join(app, 'node_modules', 'tenang', 'dist', 'bin', 'tenang.js');
+      const ofAssembly = JSON.parse(sh(process.execPath, [tenang, 'audit', 'cdk.out', '--json'], app)) as {
+        items: { ruleId: string; status: string }[];
+      };
+      expect(ofAssembly.items.filter((i) => i.status === 'fail')).toEqual([]);
+      expect(ofAssembly.items.filter((i) => i.status === 'pass').length).toBeGreaterThan(10);
+      const cdk = path.join(app, 'node_modules', '.bin', 'cdk');
+      const sarif = JSON.parse(
+        sh(
+          'bash',
+          [
+            '-o',
+            'pipefail',
+            '-c',
+            `"${cdk}" synth --app cdk.out | "${process.execPath}" "${tenang}" audit - --format sarif`,
+          ],
+          app,
+          {
+            CDK_DISABLE_CLI_TELEMETRY: 'true',
+          },
+        ),
+      ) as { version: string; runs: { results: { level: string }[] }[] };
+      expect(sarif.version).toBe('2.1.0');
+      expect(sarif.runs[0]?.results.filter((r) => r.level === 'error')).toEqual([]);
     },
   );
 });
