@@ -58,18 +58,25 @@ export function synthesizeProjectTemplate(
   stage: string,
   region: string,
   warn: (text: string) => void,
-  appDir: string = process.cwd(),
 ): { stackName: string; template: unknown } {
-  const missing = [...pipeline.jobTypes, ...pipeline.streamConsumers]
-    .map((d) => d.entry)
-    .filter((entry) => entry !== undefined && !fs.existsSync(path.resolve(appDir, entry)));
-  if (missing.length > 0) {
-    throw new UsageError(
-      `the declaration's entries are not under ${appDir} (${missing.join(', ')}): run the audit in the app's directory or give --app-dir; to audit the whole app as deployed, \`cdk synth | tenang audit -\` or \`tenang audit cdk.out\``,
-    );
-  }
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-audit-'));
+  // The audit reads the template, not the code, and skips bundling: the declaration's handler
+  // modules only have to exist, so empty stand-ins do, wherever the audit runs. They go under the
+  // working directory (git-ignored .tenang/), since NodejsFunction wants entries inside the
+  // project it finds from there.
+  fs.mkdirSync(path.join(process.cwd(), '.tenang'), { recursive: true });
+  const appDir = fs.mkdtempSync(path.join(process.cwd(), '.tenang', 'audit-entries-'));
   try {
+    for (const { entry } of [...pipeline.jobTypes, ...pipeline.streamConsumers]) {
+      if (entry === undefined) continue;
+      const file = path.resolve(appDir, entry);
+      // Never write outside the stand-in directory (an entry such as ../x.ts).
+      if (path.relative(appDir, file).startsWith('..')) {
+        throw new UsageError(`the declaration's entry ${entry} leaves the app's directory`);
+      }
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, 'export {};\n');
+    }
     const app = new App({ outdir, context: { [STAGE_CONTEXT_KEY]: stage, 'aws:cdk:bundling-stacks': [] } });
     const { stack } = buildApp(app, () => pipeline, region, { appDir });
     const file = path.join(outdir, stack.templateFile);
@@ -82,6 +89,7 @@ export function synthesizeProjectTemplate(
     return { stackName: stack.stackName, template: JSON.parse(fs.readFileSync(file, 'utf8')) as unknown };
   } finally {
     fs.rmSync(outdir, { recursive: true, force: true });
+    fs.rmSync(appDir, { recursive: true, force: true });
   }
 }
 
@@ -140,7 +148,6 @@ export function runAudit(
     ctx.stage,
     ctx.region,
     ctx.err,
-    options.appDir === undefined ? undefined : path.resolve(options.appDir),
   );
   const audit = auditTemplates([{ name: stackName, template }], { objectives: queueObjectives(ctx.config) });
   const items = [...audit.items, ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];

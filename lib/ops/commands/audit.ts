@@ -29,8 +29,6 @@ const AuditOptionsSchema = z.object({
   live: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
   format: z.optional(z.enum(AUDIT_FORMATS, { error: `--format is one of ${AUDIT_FORMATS.join(', ')}` })),
-  /** Where the declaration's `entry` paths start when this app is synthesized. @default the working directory */
-  appDir: z.optional(z.string().check(z.minLength(1, '--app-dir needs a directory'))),
 });
 /** Parsed options of `tenang audit`. */
 export type AuditOptions = z.infer<typeof AuditOptionsSchema>;
@@ -100,10 +98,6 @@ export const register: RegisterCommand = (program, context) => {
     .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
     .option('--json', 'print the checklist as JSON (the same as --format json)')
     .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
-    .option(
-      '--app-dir <dir>',
-      "without a template: the app's directory, where its declaration's entry paths start (default: the working directory)",
-    )
     .addHelpText('after', AUDIT_EXIT_CODES)
     .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
       // With globals: `tenang audit --json` hands --json to the program's own option.
