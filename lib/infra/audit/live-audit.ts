@@ -317,6 +317,9 @@ export function liveTemplateModel(answers: LiveStackAnswers): TemplateModel {
         AlarmName: name,
         AlarmDescription: alarm.AlarmDescription,
         AlarmRule: alarm.AlarmRule,
+        // A metric alarm without actions of its own pages through the composite that names it.
+        AlarmActions: alarm.AlarmActions,
+        ActionsEnabled: alarm.ActionsEnabled,
       }),
     };
   }

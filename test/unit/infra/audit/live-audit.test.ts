@@ -309,6 +309,34 @@ describe('Function: auditLive over readLiveStack', () => {
     expect(auditFailed(Object.values(items))).toBe(false);
   });
 
+  it('when a queue-age alarm has no actions of its own, it pages through the stack composite that names it, and fails without one', async () => {
+    // Prepare: the age alarm pages only through worker-health (CDK's severity-keyed pattern).
+    const paged = goodAccount();
+    const age = { ...queueAlarm('jobs-age', 'jobs', 'ApproximateAgeOfOldestMessage'), AlarmActions: [] };
+    const withComposite: Account = {
+      ...paged,
+      metricAlarms: paged.metricAlarms.map((a) => (a.AlarmName === 'jobs-age' ? age : a)),
+      compositeAlarms: paged.compositeAlarms.map((c) =>
+        c.AlarmName === 'worker-health' ? { ...c, AlarmActions: [ONCALL_TOPIC] } : c,
+      ),
+    };
+    const silent: Account = {
+      ...withComposite,
+      compositeAlarms: paged.compositeAlarms.map((c) =>
+        c.AlarmName === 'worker-health' ? { ...c, AlarmActions: [] } : c,
+      ),
+    };
+
+    // Act
+    const viaComposite = await auditAccount(withComposite);
+    const nobody = await auditAccount(silent);
+
+    // Assess
+    expect(viaComposite['Tenang-O3-QueueAge']?.status).toBe('pass');
+    expect(nobody['Tenang-O3-QueueAge']?.status).toBe('fail');
+    expect(nobody['Tenang-O3-QueueAge']?.why).toContain('has no AlarmActions');
+  });
+
   it('when the answers come in pages, it follows every page of every list call', async () => {
     // Act
     const items = await auditAccount(goodAccount());
