@@ -73,7 +73,7 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     return QueueUrl;
   }
 
-  it('when the stack is deployed as the app defines it, every live rule passes', async () => {
+  it("when the stack is deployed as the app defines it, every live rule passes but the age alarms' paging, which moto's missing composite alarms hide", async () => {
     // Act
     const result = await auditLive();
 
@@ -82,15 +82,27 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     const failing = Object.values(result.items).filter((i) => i.status === 'fail' && i.level === 'error');
     // moto 5.2.1's CloudFormation ignores a table's TimeToLiveSpecification; the platform turns
     // TTL on after the deploy (lib/local/ttl-provisioner.ts), as CloudFormation does on AWS.
-    expect(failing.map((i) => `${i.ruleId}: ${i.why}`)).toEqual([]);
-    expect(result.code).toBe(0);
+    // moto 5.2.1 has no composite alarms (the local evaluator keeps them), so the live audit
+    // cannot see the composite through which each consumer's age alarm pages: on the emulator
+    // O3-QueueAge finds every age alarm, and each one silent. On AWS DescribeAlarms returns the
+    // composites (test/unit/infra/audit/live-audit.test.ts shows a composite with actions passing).
+    const ageAlarms = platform.config.jobTypes.map(
+      (j) => `queue tenang-${STAGE}-${j.name.replace('.', '-')}${j.queue.kind === 'fifo' ? '.fifo' : ''}`,
+    );
+    expect(failing.map((i) => i.ruleId)).toEqual(['Tenang-O3-QueueAge']);
+    expect(result.items['Tenang-O3-QueueAge']?.resources).toEqual(ageAlarms);
+    expect(result.items['Tenang-O3-QueueAge']?.why).not.toMatch(/has no ApproximateAgeOfOldestMessage alarm/);
+    expect(
+      result.items['Tenang-O3-QueueAge']?.why.match(
+        /-oldest-age watches its ApproximateAgeOfOldestMessage but has no AlarmActions/g,
+      ),
+    ).toHaveLength(ageAlarms.length);
     for (const id of [
       'Tenang-I1',
       'Tenang-L1',
       'Tenang-D2',
       'Tenang-D3',
       'Tenang-R3',
-      'Tenang-O3-QueueAge',
       'Tenang-O3-DlqDepth',
       'Tenang-P1',
     ])
@@ -156,11 +168,10 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
 
       // Assess
       expect(result.code).toBe(1);
-      expect(result.items['Tenang-O3-QueueAge']).toMatchObject({
-        status: 'fail',
-        resources: [`queue tenang-${STAGE}-inventory-reserve`],
-        why: `queue tenang-${STAGE}-inventory-reserve: has no ApproximateAgeOfOldestMessage alarm`,
-      });
+      expect(result.items['Tenang-O3-QueueAge']?.status).toBe('fail');
+      expect(result.items['Tenang-O3-QueueAge']?.why).toContain(
+        `queue tenang-${STAGE}-inventory-reserve: has no ApproximateAgeOfOldestMessage alarm: add`,
+      );
     } finally {
       if (saved !== undefined) await cloudwatch.send(new PutMetricAlarmCommand(restorable(saved)));
     }
