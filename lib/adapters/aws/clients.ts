@@ -9,9 +9,14 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { withSdkFaults } from './fault-injection';
 
-/** Connection and request timeouts of every SDK client. */
+/**
+ * Connection and request timeouts of every SDK client. Without throwOnRequestTimeout the SDK's
+ * handler only warns when a request exceeds requestTimeout and keeps waiting, so a hung request
+ * holds the invocation until the function timeout (seen in the chaos suite's notification
+ * consumer); with it the request fails and the job runner retries it.
+ */
 export const SDK_CLIENT_CONFIG = {
-  requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000 },
+  requestHandler: { connectionTimeout: 1_000, requestTimeout: 3_000, throwOnRequestTimeout: true },
 } as const;
 
 /** An SQS client that sends every request to the configured endpoint. */
