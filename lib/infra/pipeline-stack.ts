@@ -41,8 +41,6 @@ export function lambdaEntry(name: string): string {
   return candidates.find((c) => fs.existsSync(c)) ?? (candidates[0] as string);
 }
 
-export { constructIdOf };
-
 /** The handler module of a consumer: its declared `entry`, relative to the app's directory. */
 export function jobEntry(declared: { readonly entry: string }, appDir: string = process.cwd()): string {
   return path.resolve(appDir, declared.entry);
