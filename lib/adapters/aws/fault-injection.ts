@@ -162,6 +162,12 @@ function leaseOp(commandName: string, input: Input): Omit<LockTrace, 'ok' | 'sta
   return undefined;
 }
 
+/** The owner a failed conditional lease write found on the item, if it says. */
+function heldBy(error: unknown): string | undefined {
+  if (!(error instanceof Error) || error.name !== 'ConditionalCheckFailedException') return undefined;
+  return (error as { Item?: Record<string, { S?: string }> }).Item?.owner?.S;
+}
+
 /** Adds the fault middleware to a client's stack. */
 export function addSdkFaults(
   stack: DynamoDBClient['middlewareStack'],
@@ -203,6 +209,12 @@ export function addSdkFaults(
           throw timedOut();
         }
         return result;
+      } catch (error) {
+        // An acquire resent after its first attempt was applied but not answered (a request
+        // timeout, or the SDK's retry of one) fails its condition on its own owner: the store
+        // reads that as acquired (dynamodb-lock-store.ts), so the trace must too.
+        if (lease?.op === 'acquire' && heldBy(error) === lease.owner) ok = true;
+        throw error;
       } finally {
         if (lease !== undefined)
           write(`${LOCK_TRACE_PREFIX}${JSON.stringify({ ...lease, ok, start, at: Date.now() })}`);

@@ -14,7 +14,11 @@ type Handler = (args: { input: object }) => Promise<{ output: object }>;
  * The middleware addSdkFaults adds, over a `next` that applies the request (counted); returns a
  * sender, what was applied and the trace lines written.
  */
-function faultySender(faults: SdkFaults, random: () => number = () => 1) {
+function faultySender(
+  faults: SdkFaults,
+  random: () => number = () => 1,
+  answer: () => Promise<{ output: object }> = () => Promise.resolve({ output: {} }),
+) {
   let middleware: ((next: Handler, context: object) => Handler) | undefined;
   const stack = { add: (m: typeof middleware) => void (middleware = m) } as unknown as Stack;
   const lines: string[] = [];
@@ -22,7 +26,7 @@ function faultySender(faults: SdkFaults, random: () => number = () => 1) {
   let applied = 0;
   const next: Handler = () => {
     applied += 1;
-    return Promise.resolve({ output: {} });
+    return answer();
   };
   const errors: Error[] = [];
   const send = async (input: object = {}, commandName = 'PutItemCommand'): Promise<string> => {
@@ -173,5 +177,35 @@ describe('Function: addSdkFaults', () => {
       'ProvisionedThroughputExceededException',
     ]);
     expect(lines).toHaveLength(2);
+  });
+
+  it('when a lease acquire fails its condition on its own owner (an earlier attempt was applied, its answer lost), it is traced as an accepted acquire; on another owner, as refused', async () => {
+    // Prepare: the locks table answers as it does to a resent acquire.
+    const refusedOn = (owner: string) => () =>
+      Promise.reject(
+        Object.assign(new Error('The conditional request failed'), {
+          name: 'ConditionalCheckFailedException',
+          Item: { owner: { S: owner } },
+        }),
+      );
+    const acquire = {
+      UpdateExpression: 'SET #owner = :owner, #acquiredAt = :now',
+      Key: { resource: { S: 'inventory:sku-1' } },
+      ExpressionAttributeValues: { ':owner': { S: 'token-a' } },
+    };
+    const traced = async (answer: () => Promise<{ output: object }>) => {
+      const { send, lines } = faultySender({ ...NONE, traceLocks: true }, () => 1, answer);
+      const outcome = await send(acquire, 'UpdateItemCommand');
+      const trace = JSON.parse(lines[0]?.replace(/^[^{]*/, '') ?? '{}') as { ok?: boolean; owner?: string };
+      return { outcome, ok: trace.ok, owner: trace.owner };
+    };
+
+    // Act
+    const resent = await traced(refusedOn('token-a'));
+    const taken = await traced(refusedOn('token-b'));
+
+    // Assess: the error still reaches the store, which reads the holder itself.
+    expect(resent).toEqual({ outcome: 'ConditionalCheckFailedException', ok: true, owner: 'token-a' });
+    expect(taken).toEqual({ outcome: 'ConditionalCheckFailedException', ok: false, owner: 'token-a' });
   });
 });
