@@ -31,6 +31,7 @@ export {
 } from '../adapters/aws/sqs-job-runner';
 export {
   TransactionalDynamoDBPersistenceLayer,
+  GUARDED_ITEM_RECORD_ATTR,
   type TransactionalPersistenceOptions,
   type TransactItem,
   type StagedWrite,

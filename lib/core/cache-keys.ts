@@ -61,12 +61,23 @@ export function loadLockKey(key: string): string {
  * - insert or modify: the new image's version; a reader that loaded it may write it back;
  * - remove: one past the removed version, so no in-flight read can put the deleted order back.
  * An unchanged id is the rule (it is the partition key); a changed one invalidates both.
+ * A modify that leaves the id and the version as they were affects no key: every change a reader
+ * sees raises the version, so such a write (a payment's idempotency record claimed or released
+ * on the order) left the cached order as it is.
  */
 export function keysForOrderChange(
   keyspace: CacheKeyspace,
   oldImage: OrderKeyFields | undefined,
   newImage: OrderKeyFields | undefined,
 ): KeyInvalidation[] {
+  if (
+    oldImage !== undefined &&
+    newImage !== undefined &&
+    oldImage.orderId === newImage.orderId &&
+    oldImage.version === newImage.version
+  ) {
+    return [];
+  }
   const byKey = new Map<string, number>();
   const add = (orderId: string, version: number): void => {
     const key = orderCacheKey(keyspace, orderId);

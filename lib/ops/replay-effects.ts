@@ -1,10 +1,12 @@
 /**
  * Whether a dead-lettered job's effect already happened, read from where each consumer records
- * it: payment.capture → its Powertools idempotency record (COMPLETED) or the order's state;
+ * it: payment.capture → its Powertools idempotency record (COMPLETED; on its order, where the
+ * payment consumer keeps it, or on the idempotency table, where it kept it before) or the order's state;
  * notification.send → its dedup record (`done`); inventory.reserve → the reservation on the SKU.
  */
 import { createHash } from 'node:crypto';
 import { GetItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GUARDED_ITEM_RECORD_ATTR } from '../adapters/aws/transactional-persistence';
 import { TABLE_KEYS } from '../config/tables';
 import type { JobEnvelope } from '../core/envelope';
 import { notificationKey } from '../core/notification';
@@ -105,6 +107,17 @@ export class DynamoDbEffectChecker {
       };
     }
     const order = await this.get(this.tables.orders, TABLE_KEYS.orders.partitionKey, job.payload.orderId);
+    const onOrder = order?.[GUARDED_ITEM_RECORD_ATTR]?.M;
+    if (
+      onOrder?.id?.S === paymentIdempotencyRecordId(job.payload.paymentId) &&
+      onOrder.status?.S === 'COMPLETED' &&
+      Number(onOrder.expiration?.N ?? Infinity) >= this.epoch()
+    ) {
+      return {
+        done: true,
+        evidence: `idempotency record ${paymentCaptureKey(job.payload.paymentId)} on order ${job.payload.orderId} is COMPLETED`,
+      };
+    }
     const state = order?.state?.S;
     if (state !== undefined && PAID_STATES.includes(state)) {
       return { done: true, evidence: `order ${job.payload.orderId} is already ${state}` };

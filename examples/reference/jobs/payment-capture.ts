@@ -1,7 +1,9 @@
 /**
- * payment.capture (D1, D3, I1–I4): charges an order once. The idempotency claim and the order's
- * guard (PENDING, same amount) are one transaction; the PAID transition commits with the
- * record's completion in another: two DynamoDB calls per capture, one per duplicate.
+ * payment.capture (D1, D3, I1–I4): charges an order once. The idempotency record lives on the
+ * order it guards (its `idempotency` attribute): the claim is one conditional UpdateItem of the
+ * order (the guard — PENDING, same amount — and Powertools' claim condition), the PAID
+ * transition commits with the record's completion in another. Two single-item writes per capture
+ * (2 write units for an order under 1 KB), one per duplicate, and no transaction.
  */
 import type { PaymentCapturePayload, PaymentProvider, StagedTransition } from 'tenang/reference';
 import {
@@ -15,6 +17,7 @@ import {
 } from 'tenang/reference';
 import {
   defineJob,
+  GUARDED_ITEM_RECORD_ATTR,
   jobHandler,
   TransactionalDynamoDBPersistenceLayer,
   type StagedPrecondition,
@@ -45,15 +48,19 @@ export const paymentCapture = defineJob({
       timeoutMs: Math.min(10_000, ctx.providerTimeoutMs),
     }),
     persistence: new TransactionalDynamoDBPersistenceLayer({
+      // Only for a job without a claim precondition, which this one never is.
       tableName: ctx.table('idempotency'),
       awsSdkV3Client: ctx.dynamodb,
       warnings: ctx.logger,
+      // The record on the order the claim guards: no transaction, one write unit per write.
+      guardedItemRecordAttr: GUARDED_ITEM_RECORD_ATTR,
     }),
   }),
   idempotencyKey: (payload: PaymentCapturePayload) => paymentCaptureKey(payload.paymentId),
   idempotency: {
     persistence: (_ctx, state) => state.persistence,
-    // The core reads nothing: the guard is checked in the claim, or nothing is charged.
+    // The core reads nothing: the guard is checked in the claim, or nothing is charged. The staged
+    // transition is an Update of that same order, so it completes the record in one UpdateItem.
     claimPrecondition: (job, state) => state.orders.captureGuardCheck(captureGuard(job)),
     alreadyDone: (error) => error instanceof OrderAlreadyPaidError,
   },

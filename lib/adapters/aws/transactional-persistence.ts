@@ -22,6 +22,20 @@
  * Everything else is Powertools' own: the INPROGRESS put's condition and its answer to an
  * existing record (one call for a duplicate), payload validation, the record layout and key
  * hashing. With nothing staged, the put and the completion are Powertools' PutItem and UpdateItem.
+ *
+ * With `guardedItemRecordAttr`, a job whose precondition is a ConditionCheck keeps its record ON
+ * the item the check guards, in that map attribute, and no transaction is needed: the claim is
+ * ONE conditional UpdateItem of that item (the guard's condition AND Powertools' put condition
+ * applied to the record), the completion ONE UpdateItem merging the staged write (which must then
+ * be an Update of that same item) with the record's completion, conditioned on the record still
+ * being this claim's INPROGRESS one, and the release a REMOVE of the record on that condition.
+ * Each is a single-item write: 1 write unit per KB where a transaction bills 2 per item. The
+ * record there has no TTL (the item must never expire); its `expiration` is read as Powertools
+ * reads it (an expired record may be claimed again). A record of ANOTHER idempotency key on the
+ * item (another payment of the same order) is never overwritten while it is a live INPROGRESS
+ * one: the claim is then answered as in progress (a transient wait for its in-progress expiry);
+ * any other record of another key is replaced when the guard holds, so when the claim fails the
+ * guard's rejection explains why.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -35,11 +49,13 @@ import {
   DynamoDBDocumentClient,
   GetCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import {
   IdempotencyItemAlreadyExistsError,
+  IdempotencyItemNotFoundError,
   IdempotencyRecordStatus,
   PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS,
 } from '@aws-lambda-powertools/idempotency';
@@ -101,11 +117,32 @@ export interface TransactionalPersistenceOptions {
   readonly validationKeyAttr?: string;
   /** @default - failures to release an INPROGRESS record are not reported */
   readonly warnings?: WarningSink;
+  /**
+   * The map attribute that holds the record of a job whose precondition is a ConditionCheck, on
+   * the item the check guards (GUARDED_ITEM_RECORD_ATTR fits): claim, completion and release
+   * are then one UpdateItem each of that item, and the job's staged write must be an Update of
+   * it. Never a TTL attribute of that table.
+   * @default - records stay on `tableName`, claimed with the check in one TransactWriteItems
+   */
+  readonly guardedItemRecordAttr?: string;
+}
+
+/** The attribute the reference app keeps a capture's idempotency record in, on its order. */
+export const GUARDED_ITEM_RECORD_ATTR = 'idempotency';
+
+/** The item a job's record lives on (guardedItemRecordAttr), and this job's claim of it. */
+interface GuardedItem {
+  readonly table: string;
+  readonly key: Record<string, unknown>;
+  /** The claim token of the last claim sent; undefined before the claim. */
+  claim?: string;
 }
 
 /** What one job in flight has staged. */
 interface JobStaging {
   readonly precondition?: StagedPrecondition;
+  /** Set when the record lives on the item the precondition guards. */
+  readonly item?: GuardedItem;
   /** The precondition was checked in the write of the current INPROGRESS record. */
   held: boolean;
   write?: StagedWrite;
@@ -128,6 +165,19 @@ const TRANSIENT_CANCELLATIONS = new Set([
 export const CLAIM_ATTR = 'claim_token';
 
 /**
+ * When a claim may write its record into the guarded item's map `#idem`: Powertools' put
+ * condition applied to the map (no record, an expired one, an INPROGRESS one whose invocation has
+ * timed out), or a record of another key that is not INPROGRESS (it is replaced: the guard, checked
+ * in the same condition, then decides; for a capture, a completed one left the order PAID).
+ */
+const ITEM_CLAIM_CONDITION = [
+  'attribute_not_exists(#idem)',
+  '#idem.#idem_expiry < :idem_now',
+  '(#idem.#idem_status = :idem_inprogress AND attribute_exists(#idem.#idem_in_progress_expiry) AND #idem.#idem_in_progress_expiry < :idem_now_in_millis)',
+  '(#idem.#idem_key <> :idem_key AND #idem.#idem_status <> :idem_inprogress)',
+].join(' OR ');
+
+/**
  * Powertools' condition for writing an INPROGRESS record (DynamoDBPersistenceLayer._putRecord):
  * no record, an expired one, or an INPROGRESS one whose invocation has timed out.
  */
@@ -139,8 +189,9 @@ const PUT_CONDITION = [
 
 /**
  * DynamoDBPersistenceLayer whose claim checks a staged precondition and whose completion commits
- * the staged business write, each atomically. Sort keys (`sortKeyAttr`) are not supported: the
- * tables here use a simple key.
+ * the staged business write, each atomically (a transaction, or one UpdateItem when the record
+ * lives on the guarded item). Sort keys (`sortKeyAttr`) are not supported: the tables here use a
+ * simple key.
  */
 export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLayer {
   private readonly doc: DynamoDBDocumentClient;
@@ -154,6 +205,8 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     readonly validation: string;
   };
   private readonly warnings: WarningSink | undefined;
+  /** guardedItemRecordAttr: undefined keeps every record on `table`. */
+  private readonly recordAttr: string | undefined;
   /** Staging by hashed idempotency key: one per job in flight in this process. */
   private readonly jobs = new Map<string, JobStaging>();
   /** Keys hash with the idempotency config's key expression and prefix only once configured. */
@@ -183,6 +236,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       validation: options.validationKeyAttr ?? PERSISTENCE_ATTRIBUTE_KEY_MAPPINGS.validationKeyAttr,
     };
     this.warnings = options.warnings;
+    this.recordAttr = options.guardedItemRecordAttr;
   }
 
   /** Powertools' own configure; remembers that keys now hash as the idempotent function's will. */
@@ -193,7 +247,8 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
 
   /**
    * Stages `precondition` for the record of `data` (the payload the idempotent function will be
-   * called with): the INPROGRESS record is then written only if it holds, in one transaction.
+   * called with): the INPROGRESS record is then written only if it holds, in one transaction
+   * (with guardedItemRecordAttr and a ConditionCheck: into the checked item, in one UpdateItem).
    * Call it before the idempotent function, after `configure` with the function's config and key
    * prefix; call the returned function when the job ends, whatever its outcome.
    * @throws TransientError when a job with the same key is in flight in this process (a
@@ -207,7 +262,12 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     if (this.jobs.has(key)) {
       throw new TransientError(`a job with idempotency key ${key} is already in flight in this process`);
     }
-    const job: JobStaging = { precondition, held: false };
+    const check = precondition.item.ConditionCheck;
+    const item =
+      this.recordAttr !== undefined && check?.TableName !== undefined && check.Key !== undefined
+        ? { table: check.TableName, key: check.Key }
+        : undefined;
+    const job: JobStaging = { precondition, held: false, ...(item === undefined ? {} : { item }) };
     this.jobs.set(key, job);
     return () => {
       if (this.jobs.get(key) === job) this.jobs.delete(key);
@@ -233,12 +293,22 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
   /**
    * Stages `write` to commit when the record of `data` (the payload the idempotent function was
    * called with) becomes COMPLETED. Call it from inside the idempotent function.
-   * @throws Error when a write is already staged for the same key (a bug in the caller).
+   * @throws Error when a write is already staged for the same key, or when the job's record lives
+   * on the guarded item and `write` is not an Update of that item (a bug in the caller).
    */
   public stage(data: JSONValue, write: StagedWrite): void {
     const key = this.getHashedIdempotencyKey(data);
     const job = this.jobs.get(key) ?? { held: false };
     if (job.write !== undefined) throw new Error(`a write is already staged for idempotency key ${key}`);
+    const update = write.item.Update;
+    if (
+      job.item !== undefined &&
+      (update === undefined || update.TableName !== job.item.table || !sameKey(update.Key, job.item.key))
+    ) {
+      throw new Error(
+        `idempotency key ${key} keeps its record on the item its precondition guards: the staged write must be an Update of that item`,
+      );
+    }
     job.write = write;
     this.jobs.set(key, job);
   }
@@ -253,6 +323,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     const job = this.jobs.get(record.idempotencyKey);
     const precondition = job?.precondition;
     if (job === undefined || precondition === undefined) return super._putRecord(record);
+    if (job.item !== undefined) return this.claimOnItem(record, job, job.item, precondition);
     const claim = randomUUID();
     try {
       await this.doc.send(
@@ -292,6 +363,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
   /** Completes the record; with a staged write, both go into one TransactWriteItems. */
   protected override async _updateRecord(record: IdempotencyRecord): Promise<void> {
     const job = this.jobs.get(record.idempotencyKey);
+    if (job?.item !== undefined) return this.completeOnItem(record, job, job.item);
     const staged = job?.write;
     if (
       job === undefined ||
@@ -353,7 +425,278 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       job.held = false;
       this.forgetWrite(record.idempotencyKey, job);
     }
-    await super._deleteRecord(record);
+    if (job?.item === undefined) return super._deleteRecord(record);
+    // Failures other than "not ours any more" surface, as Powertools' own DeleteItem's do.
+    await this.releaseOnItem(job.item);
+  }
+
+  /** The record of a job whose record lives on its guarded item is read there (consistently). */
+  protected override async _getRecord(idempotencyKey: string): Promise<IdempotencyRecord> {
+    const item = this.jobs.get(idempotencyKey)?.item;
+    if (item === undefined || this.recordAttr === undefined) return super._getRecord(idempotencyKey);
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: item.table,
+        Key: item.key,
+        ProjectionExpression: '#idem',
+        ExpressionAttributeNames: { '#idem': this.recordAttr },
+        ConsistentRead: true,
+      }),
+    );
+    const stored = asRecordMap(Item?.[this.recordAttr]);
+    if (stored?.[this.attr.key] !== idempotencyKey) throw new IdempotencyItemNotFoundError();
+    return this.recordFrom(stored);
+  }
+
+  /**
+   * The claim of a job whose record lives on the item its precondition guards: ONE UpdateItem
+   * that writes the INPROGRESS record (with a claim token) into the item, on condition that the
+   * item exists, the guard holds and the record may be claimed (Powertools' put condition, or a
+   * record of another key that is not a live INPROGRESS one). A failure returns the item (ALL_OLD)
+   * and is read: its own claim token → claimed (a resend of an applied request); a record of this
+   * key that may not be claimed → Powertools' answer from it (duplicate, in progress, validation);
+   * a live INPROGRESS record of another key → in progress; anything else → the guard's rejection.
+   */
+  private async claimOnItem(
+    record: IdempotencyRecord,
+    job: JobStaging,
+    item: GuardedItem,
+    precondition: StagedPrecondition,
+  ): Promise<void> {
+    const attr = this.recordAttr as string;
+    const check = precondition.item.ConditionCheck as NonNullable<TransactItem['ConditionCheck']>;
+    const guard = renamePlaceholders(check, 'g');
+    const claim = randomUUID();
+    item.claim = claim;
+    const now = Date.now();
+    const stored = this.inProgressFields(record, claim);
+    const [keyAttr] = Object.keys(item.key);
+    const conditions = [
+      ...(keyAttr === undefined ? [] : ['attribute_exists(#idem_item_key)']),
+      ...(guard.expression === undefined ? [] : [`(${guard.expression})`]),
+      `(${ITEM_CLAIM_CONDITION})`,
+    ];
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: item.table,
+          Key: item.key,
+          UpdateExpression: 'SET #idem = :idem_record',
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: {
+            ...guard.names,
+            ...(keyAttr === undefined ? {} : { '#idem_item_key': keyAttr }),
+            ...this.recordNames(attr, ['key', 'status', 'expiry', 'inProgressExpiry']),
+          },
+          ExpressionAttributeValues: {
+            ...guard.values,
+            ':idem_record': stored,
+            ':idem_key': record.idempotencyKey,
+            ':idem_now': now / 1000,
+            ':idem_now_in_millis': now,
+            ':idem_inprogress': IdempotencyRecordStatus.INPROGRESS,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current =
+        error.Item === undefined ? undefined : (unmarshall(error.Item) as Record<string, unknown>);
+      const found = asRecordMap(current?.[attr]);
+      // This claim's own record: an earlier attempt of this very request was applied, its answer
+      // was lost and the SDK resent it. The job is claimed, with the guard held.
+      if (found?.[CLAIM_ATTR] === claim) {
+        job.held = true;
+        return;
+      }
+      if (found !== undefined && !this.claimable(found, record.idempotencyKey, now)) {
+        // This key's record comes first, as on the idempotency table: a duplicate is answered
+        // from it, payload validation included, whatever the guard says.
+        if (found[this.attr.key] === record.idempotencyKey) {
+          job.found = this.recordFrom(found);
+          throw new IdempotencyItemAlreadyExistsError(
+            `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+            job.found,
+            { cause: error },
+          );
+        }
+        // Another key's live claim of the item (another payment of the same order): never taken
+        // over; this job waits for it as for a delivery of its own in progress.
+        job.found = new IdempotencyRecord({
+          idempotencyKey: record.idempotencyKey,
+          status: IdempotencyRecordStatus.INPROGRESS,
+          expiryTimestamp: found[this.attr.expiry] as number | undefined,
+          inProgressExpiryTimestamp: found[this.attr.inProgressExpiry] as number | undefined,
+          payloadHash: record.payloadHash,
+        });
+        throw new IdempotencyItemAlreadyExistsError(
+          `the item guarded for idempotency key ${record.idempotencyKey} is claimed by a job in progress with another key`,
+          job.found,
+          { cause: error },
+        );
+      }
+      // The record could be claimed: the item is missing or the guard failed.
+      throw await precondition.rejected(current === undefined ? undefined : withoutKey(current, attr), error);
+    }
+    job.held = true;
+  }
+
+  /**
+   * The completion of a job whose record lives on its guarded item: ONE UpdateItem of that item
+   * that applies the staged write (an Update of the same item) and writes the record COMPLETED
+   * (expiry, data, validation), on condition of the write's own condition and of the record still
+   * being this claim's INPROGRESS one. A failure returns the item (ALL_OLD) and is read: the
+   * record COMPLETED with this claim's token → done (a resend of an applied request); the record
+   * still this claim's → the write's condition failed: the record is released and the write's
+   * rejection thrown; the record no longer this claim's (its in-progress expiry passed and another
+   * delivery took it, nothing was written) → a TransientError: the retry meets that delivery's record.
+   */
+  private async completeOnItem(record: IdempotencyRecord, job: JobStaging, item: GuardedItem): Promise<void> {
+    const attr = this.recordAttr as string;
+    const staged = job.write;
+    this.forgetWrite(record.idempotencyKey, job);
+    const update = staged?.item.Update;
+    const write =
+      update === undefined
+        ? undefined
+        : renamePlaceholders(
+            {
+              ConditionExpression: update.ConditionExpression,
+              UpdateExpression: update.UpdateExpression,
+              ExpressionAttributeNames: update.ExpressionAttributeNames,
+              ExpressionAttributeValues: update.ExpressionAttributeValues,
+            },
+            'w',
+          );
+    const stored: Record<string, unknown> = {
+      [this.attr.key]: record.idempotencyKey,
+      [this.attr.expiry]: record.expiryTimestamp,
+      [this.attr.status]: record.getStatus(),
+      [CLAIM_ATTR]: item.claim,
+    };
+    if (record.responseData !== undefined) stored[this.attr.data] = record.responseData;
+    if (this.isPayloadValidationEnabled() && record.payloadHash !== undefined) {
+      stored[this.attr.validation] = record.payloadHash;
+    }
+    const ours = '#idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: item.table,
+          Key: item.key,
+          UpdateExpression: withSet(write?.update, '#idem = :idem_record'),
+          ConditionExpression: write?.expression === undefined ? ours : `(${write.expression}) AND ${ours}`,
+          ExpressionAttributeNames: { ...write?.names, ...this.recordNames(attr, ['claim', 'status']) },
+          ExpressionAttributeValues: {
+            ...write?.values,
+            ':idem_record': stored,
+            ':idem_claim': item.claim,
+            ':idem_inprogress': IdempotencyRecordStatus.INPROGRESS,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const current =
+        error.Item === undefined ? undefined : (unmarshall(error.Item) as Record<string, unknown>);
+      const found = asRecordMap(current?.[attr]);
+      const mine = item.claim !== undefined && found?.[CLAIM_ATTR] === item.claim;
+      // Only this claim's completion writes its token with COMPLETED: the write and the
+      // completion are both in, from an earlier attempt whose answer was lost.
+      if (mine && found[this.attr.status] === IdempotencyRecordStatus.COMPLETED) return;
+      if (!mine) {
+        throw new TransientError(
+          `the idempotency record of ${record.idempotencyKey} is no longer this delivery's (its in-progress expiry passed); nothing was written`,
+          { cause: error },
+        );
+      }
+      // Nothing was written: give the key back so a retry need not wait for the in-progress expiry.
+      try {
+        await this.releaseOnItem(item);
+      } catch (releaseError) {
+        this.warnings?.warn('could not release the INPROGRESS idempotency record', {
+          error: releaseError,
+          idempotencyKey: record.idempotencyKey,
+        });
+      }
+      if (staged !== undefined) throw await staged.rejected(error);
+      throw error;
+    }
+  }
+
+  /**
+   * Removes the record from the guarded item while it is still this claim's INPROGRESS one (safe
+   * under Lambda's timeout, as releaseInProgress). A record that is not ours any more stays.
+   * @throws what DynamoDB answers, but a failed condition
+   */
+  private async releaseOnItem(item: GuardedItem): Promise<void> {
+    if (item.claim === undefined) return;
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: item.table,
+          Key: item.key,
+          UpdateExpression: 'REMOVE #idem',
+          ConditionExpression: '#idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+          ExpressionAttributeNames: {
+            '#idem': this.recordAttr as string,
+            '#idem_claim': CLAIM_ATTR,
+            '#idem_status': this.attr.status,
+          },
+          ExpressionAttributeValues: {
+            ':idem_claim': item.claim,
+            ':idem_inprogress': IdempotencyRecordStatus.INPROGRESS,
+          },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return;
+      throw error;
+    }
+  }
+
+  /**
+   * The names of the record (`#idem`) and of the `fields` an expression uses (DynamoDB refuses a
+   * request that names more than its expressions use).
+   */
+  private recordNames(
+    attr: string,
+    fields: readonly ('key' | 'status' | 'expiry' | 'inProgressExpiry' | 'claim')[],
+  ): Record<string, string> {
+    const placeholders = {
+      key: ['#idem_key', this.attr.key],
+      status: ['#idem_status', this.attr.status],
+      expiry: ['#idem_expiry', this.attr.expiry],
+      inProgressExpiry: ['#idem_in_progress_expiry', this.attr.inProgressExpiry],
+      claim: ['#idem_claim', CLAIM_ATTR],
+    } as const;
+    return { '#idem': attr, ...Object.fromEntries(fields.map((field) => placeholders[field])) };
+  }
+
+  /** ITEM_CLAIM_CONDITION, evaluated here on the record a failed claim returned. */
+  private claimable(found: Record<string, unknown>, idempotencyKey: string, now: number): boolean {
+    const expiry = found[this.attr.expiry];
+    const inProgressExpiry = found[this.attr.inProgressExpiry];
+    const inProgress = found[this.attr.status] === IdempotencyRecordStatus.INPROGRESS;
+    return (
+      (typeof expiry === 'number' && expiry < now / 1000) ||
+      (inProgress && typeof inProgressExpiry === 'number' && inProgressExpiry < now) ||
+      (found[this.attr.key] !== idempotencyKey && !inProgress)
+    );
+  }
+
+  /** A record as Powertools builds it from its stored fields. */
+  private recordFrom(stored: Record<string, unknown>): IdempotencyRecord {
+    return new IdempotencyRecord({
+      idempotencyKey: stored[this.attr.key] as string,
+      status: stored[this.attr.status] as IdempotencyRecordStatusValue,
+      expiryTimestamp: stored[this.attr.expiry] as number | undefined,
+      inProgressExpiryTimestamp: stored[this.attr.inProgressExpiry] as number | undefined,
+      responseData: stored[this.attr.data] as JSONValue | undefined,
+      payloadHash: stored[this.attr.validation] as string | undefined,
+    });
   }
 
   /** Drops the job's write; the job itself too unless it still has a precondition to release. */
@@ -362,23 +705,29 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     if (job.precondition === undefined) this.jobs.delete(key);
   }
 
-  /**
-   * The INPROGRESS put as Powertools sends it, as a transact item, plus the `claim` token that
-   * tells this claim's own record from another's (Powertools ignores the extra attribute).
-   */
-  private inProgress(record: IdempotencyRecord, claim: string): TransactItem {
-    const item: Record<string, unknown> = {
+  /** An INPROGRESS record's fields as Powertools writes them, plus this claim's token. */
+  private inProgressFields(record: IdempotencyRecord, claim: string): Record<string, unknown> {
+    const fields: Record<string, unknown> = {
       [this.attr.key]: record.idempotencyKey,
       [this.attr.expiry]: record.expiryTimestamp,
       [this.attr.status]: record.getStatus(),
       [CLAIM_ATTR]: claim,
     };
     if (record.inProgressExpiryTimestamp !== undefined) {
-      item[this.attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
+      fields[this.attr.inProgressExpiry] = record.inProgressExpiryTimestamp;
     }
     if (this.isPayloadValidationEnabled() && record.payloadHash !== undefined) {
-      item[this.attr.validation] = record.payloadHash;
+      fields[this.attr.validation] = record.payloadHash;
     }
+    return fields;
+  }
+
+  /**
+   * The INPROGRESS put as Powertools sends it, as a transact item, plus the `claim` token that
+   * tells this claim's own record from another's (Powertools ignores the extra attribute).
+   */
+  private inProgress(record: IdempotencyRecord, claim: string): TransactItem {
+    const item = this.inProgressFields(record, claim);
     const now = Date.now();
     return {
       Put: {
@@ -404,15 +753,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
   /** The record a cancelled put found, built as Powertools builds it (undefined: it then reads it). */
   private existingRecord(item: Record<string, AttributeValue> | undefined): IdempotencyRecord | undefined {
     if (item === undefined) return undefined;
-    const stored = unmarshall(item) as Record<string, unknown>;
-    return new IdempotencyRecord({
-      idempotencyKey: stored[this.attr.key] as string,
-      status: stored[this.attr.status] as IdempotencyRecordStatusValue,
-      expiryTimestamp: stored[this.attr.expiry] as number | undefined,
-      inProgressExpiryTimestamp: stored[this.attr.inProgressExpiry] as number | undefined,
-      responseData: stored[this.attr.data] as JSONValue | undefined,
-      payloadHash: stored[this.attr.validation] as string | undefined,
-    });
+    return this.recordFrom(unmarshall(item) as Record<string, unknown>);
   }
 
   /** The record's completion, the same fields Powertools' UpdateItem sets. */
@@ -475,4 +816,80 @@ function transientOr(error: TransactionCanceledException, what: string): Error {
     return new TransientError(`${what} (${codes.join(', ')})`, { cause: error });
   }
   return error;
+}
+
+/** An expression with its placeholders renamed, so it merges with others without collisions. */
+interface Renamed {
+  readonly expression: string | undefined;
+  readonly update: string | undefined;
+  readonly names: Record<string, string>;
+  readonly values: Record<string, unknown>;
+}
+
+/**
+ * Renames every `#name` and `:value` placeholder of `input`'s expressions to `#<tag><n>` and
+ * `:<tag><n>`: expressions written apart (the guard's, the staged write's, the record's) then
+ * merge into one request without two placeholders sharing a name.
+ */
+function renamePlaceholders(
+  input: {
+    readonly ConditionExpression?: string;
+    readonly UpdateExpression?: string;
+    readonly ExpressionAttributeNames?: Record<string, string>;
+    readonly ExpressionAttributeValues?: Record<string, unknown>;
+  },
+  tag: string,
+): Renamed {
+  const renamed = new Map<string, string>();
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  Object.entries(input.ExpressionAttributeNames ?? {}).forEach(([placeholder, name], i) => {
+    renamed.set(placeholder, `#${tag}${i}`);
+    names[`#${tag}${i}`] = name;
+  });
+  Object.entries(input.ExpressionAttributeValues ?? {}).forEach(([placeholder, value], i) => {
+    renamed.set(placeholder, `:${tag}${i}`);
+    values[`:${tag}${i}`] = value;
+  });
+  const rename = (expression: string | undefined): string | undefined =>
+    expression?.replace(/[#:][A-Za-z0-9_]+/g, (token) => renamed.get(token) ?? token);
+  return {
+    expression: rename(input.ConditionExpression),
+    update: rename(input.UpdateExpression),
+    names,
+    values,
+  };
+}
+
+/**
+ * `update` with `assignment` added to its SET clause (or a SET clause added). Clause keywords are
+ * reserved words, never bare attribute names, and the placeholders were renamed to `#w0`, `:w0`…
+ */
+function withSet(update: string | undefined, assignment: string): string {
+  if (update === undefined || update.trim() === '') return `SET ${assignment}`;
+  const clauses = [...update.matchAll(/\b(SET|REMOVE|ADD|DELETE)\b/gi)];
+  const set = clauses.find((c) => c[1]?.toUpperCase() === 'SET');
+  if (set === undefined) return `${update.trim()} SET ${assignment}`;
+  const next = clauses.find((c) => c.index > set.index);
+  const end = next === undefined ? update.length : next.index;
+  return `${update.slice(0, end).trimEnd()}, ${assignment}${next === undefined ? '' : ` ${update.slice(end)}`}`;
+}
+
+/** `value` when it is a stored record (a map), else undefined. */
+function asRecordMap(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** `item` without `attr` (the record is not the business precondition's to see). */
+function withoutKey(item: Record<string, unknown>, attr: string): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(item).filter(([name]) => name !== attr));
+}
+
+/** Whether two document-client keys name the same item. */
+function sameKey(a: Record<string, unknown> | undefined, b: Record<string, unknown>): boolean {
+  if (a === undefined) return false;
+  const names = Object.keys(b);
+  return Object.keys(a).length === names.length && names.every((name) => a[name] === b[name]);
 }

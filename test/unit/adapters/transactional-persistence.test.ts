@@ -13,11 +13,14 @@ import {
   DynamoDBDocumentClient,
   GetCommand,
   TransactWriteCommand,
+  UpdateCommand,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import {
   IdempotencyAlreadyInProgressError,
   IdempotencyConfig,
   IdempotencyPersistenceLayerError,
+  IdempotencyValidationError,
   makeIdempotent,
 } from '@aws-lambda-powertools/idempotency';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -25,6 +28,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import {
   CLAIM_ATTR,
+  GUARDED_ITEM_RECORD_ATTR,
   TransactionalDynamoDBPersistenceLayer,
   type StagedPrecondition,
   type StagedWrite,
@@ -112,12 +116,13 @@ interface Setup {
   ) => Promise<unknown>;
 }
 
-function setup(): Setup {
+function setup(options: { readonly guardedItemRecordAttr?: string } = {}): Setup {
   const warnings = { warn: jest.fn() };
   const layer = new TransactionalDynamoDBPersistenceLayer({
     tableName: TABLE,
     awsSdkV3Client: new DynamoDBClient({ region: 'eu-west-1' }),
     warnings,
+    ...options,
   });
   const config = new IdempotencyConfig({
     eventKeyJmesPath: 'idempotencyKey',
@@ -209,6 +214,7 @@ beforeEach(() => {
   ddbMock.on(DeleteItemCommand).resolves({});
   docMock.on(TransactWriteCommand).resolves({});
   docMock.on(DeleteCommand).resolves({});
+  docMock.on(UpdateCommand).resolves({});
   // The record a cancelled completion reads back: still the INPROGRESS one this job put.
   docMock.on(GetCommand).resolves({ Item: { status: 'INPROGRESS' } });
 });
@@ -758,6 +764,494 @@ describe('Class: TransactionalDynamoDBPersistenceLayer', () => {
       // Assess
       expect(held).toBe(false);
       expect(ddbMock).toHaveReceivedCommandTimes(PutItemCommand, 1);
+    });
+  });
+
+  describe('Option: guardedItemRecordAttr (the record on the guarded item)', () => {
+    const ATTR = GUARDED_ITEM_RECORD_ATTR;
+    /** The order the precondition guards, as stored. */
+    const PENDING_ORDER = { orderId: 'order-1', state: 'PENDING', version: 0 };
+    const onItem = (): Setup => setup({ guardedItemRecordAttr: ATTR });
+    /** The n-th UpdateItem sent (document client form). */
+    const update = (n: number): UpdateCommandInput | undefined =>
+      docMock.commandCalls(UpdateCommand)[n]?.args[0].input;
+    /** The failure of a conditional UpdateItem, with the item it returns (ALL_OLD). */
+    const conditionFailed = (item?: Record<string, unknown>): ConditionalCheckFailedException =>
+      new ConditionalCheckFailedException({
+        message: 'The conditional request failed',
+        $metadata: {},
+        ...(item === undefined ? {} : { Item: marshall(item) }),
+      });
+    /** A record as it sits in the order's map attribute. */
+    const recordOnOrder = (
+      status: 'COMPLETED' | 'INPROGRESS',
+      extra: Record<string, unknown> = {},
+    ): Record<string, unknown> => ({ ...unmarshall(storedRecord(status)), ...extra });
+
+    it('when a precondition is staged, it claims with ONE UpdateItem of the guarded item: the guard AND Powertools’ put condition on the record map', async () => {
+      // Prepare
+      const { run } = onItem();
+      const precondition = orderPrecondition();
+
+      // Act
+      const held = await run((layer) => layer.preconditionHeld(REQUEST), precondition);
+
+      // Assess
+      expect(held).toBe(true);
+      const claim = update(0);
+      expect(claim).toMatchObject({
+        TableName: 'orders',
+        Key: { orderId: 'order-1' },
+        UpdateExpression: 'SET #idem = :idem_record',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+      expect(claim?.ConditionExpression).toBe(
+        'attribute_exists(#idem_item_key) AND (#g0 = :g0) AND (attribute_not_exists(#idem) OR #idem.#idem_expiry < :idem_now OR ' +
+          '(#idem.#idem_status = :idem_inprogress AND attribute_exists(#idem.#idem_in_progress_expiry) AND #idem.#idem_in_progress_expiry < :idem_now_in_millis) OR ' +
+          '(#idem.#idem_key <> :idem_key AND #idem.#idem_status <> :idem_inprogress))',
+      );
+      expect(claim?.ExpressionAttributeNames).toEqual({
+        '#g0': 'state',
+        '#idem_item_key': 'orderId',
+        '#idem': ATTR,
+        '#idem_key': 'id',
+        '#idem_status': 'status',
+        '#idem_expiry': 'expiration',
+        '#idem_in_progress_expiry': 'in_progress_expiration',
+      });
+      expect(claim?.ExpressionAttributeValues).toMatchObject({
+        ':g0': 'PENDING',
+        ':idem_key': HASHED_KEY,
+        ':idem_inprogress': 'INPROGRESS',
+        ':idem_record': {
+          id: HASHED_KEY,
+          status: 'INPROGRESS',
+          expiration: expect.any(Number) as unknown,
+          in_progress_expiration: expect.any(Number) as unknown,
+          validation: PAYLOAD_HASH,
+          [CLAIM_ATTR]: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown,
+        },
+      });
+      expect(docMock).toHaveReceivedCommandTimes(TransactWriteCommand, 0);
+      expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    it('when a write of the same item is staged, the completion is ONE UpdateItem: the write’s SET and condition merged with the record’s completion, on condition it is still this claim’s INPROGRESS one', async () => {
+      // Prepare
+      const { run, layer } = onItem();
+      const staged = businessWrite();
+
+      // Act
+      const result = await run((l) => {
+        l.stage(REQUEST, staged);
+        return { outcome: 'captured', chargeId: 'ch_1' };
+      }, orderPrecondition());
+
+      // Assess: two calls in all, each a single-item write.
+      expect(result).toEqual({ outcome: 'captured', chargeId: 'ch_1' });
+      expect(docMock.calls()).toHaveLength(2);
+      expect(ddbMock.calls()).toHaveLength(0);
+      const claimed = update(0)?.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>;
+      expect(update(1)).toEqual({
+        TableName: 'orders',
+        Key: { orderId: 'order-1' },
+        UpdateExpression: 'SET #w0 = :w0, #idem = :idem_record',
+        ConditionExpression:
+          '(#w0 = :w1) AND #idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+        ExpressionAttributeNames: {
+          '#w0': 'state',
+          '#idem': ATTR,
+          '#idem_claim': CLAIM_ATTR,
+          '#idem_status': 'status',
+        },
+        ExpressionAttributeValues: {
+          ':w0': 'PAID',
+          ':w1': 'PENDING',
+          ':idem_record': {
+            id: HASHED_KEY,
+            status: 'COMPLETED',
+            expiration: expect.any(Number) as unknown,
+            data: { outcome: 'captured', chargeId: 'ch_1' },
+            validation: PAYLOAD_HASH,
+            [CLAIM_ATTR]: claimed[CLAIM_ATTR],
+          },
+          ':idem_claim': claimed[CLAIM_ATTR],
+          ':idem_inprogress': 'INPROGRESS',
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the staged write’s placeholders are the record’s own names, the merge renames them and keeps both', async () => {
+      // Prepare: a write that uses #idem, :idem_record and a REMOVE clause.
+      const { run } = onItem();
+      const staged: StagedWrite = {
+        item: {
+          Update: {
+            TableName: 'orders',
+            Key: { orderId: 'order-1' },
+            UpdateExpression: 'SET #idem = :idem_record REMOVE #gone',
+            ConditionExpression: 'attribute_exists(#idem)',
+            ExpressionAttributeNames: { '#idem': 'note', '#gone': 'draft' },
+            ExpressionAttributeValues: { ':idem_record': 'paid' },
+          },
+        },
+        rejected: () => Promise.resolve(new Error('unused')),
+      };
+
+      // Act
+      await run((l) => l.stage(REQUEST, staged), orderPrecondition());
+
+      // Assess
+      const completion = update(1);
+      expect(completion?.UpdateExpression).toBe('SET #w0 = :w0, #idem = :idem_record REMOVE #w1');
+      expect(completion?.ConditionExpression).toBe(
+        '(attribute_exists(#w0)) AND #idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+      );
+      expect(completion?.ExpressionAttributeNames).toMatchObject({
+        '#w0': 'note',
+        '#w1': 'draft',
+        '#idem': ATTR,
+      });
+      expect(completion?.ExpressionAttributeValues).toMatchObject({
+        ':w0': 'paid',
+        ':idem_record': expect.objectContaining({ status: 'COMPLETED' }) as unknown,
+      });
+    });
+
+    it('when the record on the item is this key’s and COMPLETED, it answers the stored result with one call, whatever the guard says', async () => {
+      // Prepare: the order is PAID (the guard would fail), the record is the capture's.
+      const { run } = onItem();
+      const precondition = orderPrecondition();
+      docMock.on(UpdateCommand).rejectsOnce(
+        conditionFailed({
+          ...PENDING_ORDER,
+          state: 'PAID',
+          version: 1,
+          [ATTR]: recordOnOrder('COMPLETED', { data: { outcome: 'captured' }, [CLAIM_ATTR]: 'earlier' }),
+        }),
+      );
+      const body = jest.fn();
+
+      // Act
+      const result = await run(body, precondition);
+
+      // Assess
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(body).not.toHaveBeenCalled();
+      expect(precondition.seen).toEqual([]);
+      expect(docMock.calls()).toHaveLength(1);
+      expect(ddbMock.calls()).toHaveLength(0);
+    });
+
+    it('when the record on the item is this key’s with another payload, Powertools’ validation refuses the job', async () => {
+      // Prepare
+      const { run } = onItem();
+      docMock.on(UpdateCommand).rejectsOnce(
+        conditionFailed({
+          ...PENDING_ORDER,
+          [ATTR]: recordOnOrder('COMPLETED', { validation: 'another-payload-hash', data: {} }),
+        }),
+      );
+      const body = jest.fn();
+
+      // Act
+      const error = await thrownBy(() => run(body, orderPrecondition()));
+
+      // Assess
+      expect(error).toBeInstanceOf(IdempotencyValidationError);
+      expect(body).not.toHaveBeenCalled();
+    });
+
+    it('when the record on the item is this key’s and INPROGRESS, it raises Powertools’ in-progress error with one call and tells its in-progress expiry', async () => {
+      // Prepare
+      const { layer, run } = onItem();
+      const record = recordOnOrder('INPROGRESS', { [CLAIM_ATTR]: 'another-delivery' });
+      docMock.on(UpdateCommand).rejectsOnce(conditionFailed({ ...PENDING_ORDER, [ATTR]: record }));
+      // Staged by hand: the runner asks for the expiry before it releases the staging.
+      const release = layer.stagePrecondition(REQUEST, orderPrecondition());
+
+      // Act
+      const error = await thrownBy(() => run(() => ({})));
+      const until = layer.inProgressExpiryOf(REQUEST);
+      release();
+
+      // Assess
+      expect(error).toBeInstanceOf(IdempotencyAlreadyInProgressError);
+      expect(until).toBe(record.in_progress_expiration);
+      expect(docMock.calls()).toHaveLength(1);
+    });
+
+    it('when another key’s live INPROGRESS record holds the item (another payment of the order), it is answered in progress, never overwritten', async () => {
+      // Prepare
+      const { layer, run } = onItem();
+      const precondition = orderPrecondition();
+      const otherExpiry = Date.now() + 7_000;
+      docMock.on(UpdateCommand).rejectsOnce(
+        conditionFailed({
+          ...PENDING_ORDER,
+          [ATTR]: recordOnOrder('INPROGRESS', {
+            id: `${PREFIX}#another-key`,
+            validation: 'another-payload-hash',
+            in_progress_expiration: otherExpiry,
+            [CLAIM_ATTR]: 'theirs',
+          }),
+        }),
+      );
+      const body = jest.fn();
+      // Staged by hand: the runner asks for the expiry before it releases the staging.
+      const release = layer.stagePrecondition(REQUEST, precondition);
+
+      // Act
+      const error = await thrownBy(() => run(body));
+      const until = layer.inProgressExpiryOf(REQUEST);
+      release();
+
+      // Assess: a wait for the other claim's expiry, not a validation error or a guard failure.
+      expect(error).toBeInstanceOf(IdempotencyAlreadyInProgressError);
+      expect(until).toBe(otherExpiry);
+      expect(precondition.seen).toEqual([]);
+      expect(body).not.toHaveBeenCalled();
+      expect(docMock.calls()).toHaveLength(1);
+    });
+
+    it.each([
+      { label: 'no record', record: undefined },
+      {
+        label: 'another key’s COMPLETED record',
+        record: recordOnOrder('COMPLETED', { id: `${PREFIX}#another-key` }),
+      },
+      {
+        label: 'this key’s expired record',
+        record: recordOnOrder('COMPLETED', { expiration: Math.floor(Date.now() / 1000) - 10 }),
+      },
+    ])(
+      'when the guard fails on an item with $label, it throws the precondition’s rejection, which sees the item without the record, and never runs the function',
+      async ({ record }) => {
+        // Prepare
+        const { run, layer } = onItem();
+        const domain = new IllegalTransitionError('order is CANCELLED');
+        const precondition = orderPrecondition(domain);
+        const cancelledOrder = { ...PENDING_ORDER, state: 'CANCELLED', version: 2 };
+        const failure = conditionFailed({
+          ...cancelledOrder,
+          ...(record === undefined ? {} : { [ATTR]: record }),
+        });
+        docMock.on(UpdateCommand).rejectsOnce(failure);
+        const body = jest.fn();
+
+        // Act
+        const error = await thrownBy(() => run(body, precondition));
+
+        // Assess
+        expect(error).toBeInstanceOf(IdempotencyPersistenceLayerError);
+        expect((error as Error).cause).toBe(domain);
+        expect(precondition.seen).toEqual([{ current: cancelledOrder, cause: failure }]);
+        expect(body).not.toHaveBeenCalled();
+        expect(docMock.calls()).toHaveLength(1);
+        expect(layer.stagedCount).toBe(0);
+      },
+    );
+
+    it('when the guarded item does not exist, it hands the precondition no item', async () => {
+      // Prepare
+      const { run } = onItem();
+      const precondition = orderPrecondition();
+      docMock.on(UpdateCommand).rejectsOnce(conditionFailed());
+
+      // Act
+      await thrownBy(() => run(() => ({}), precondition));
+
+      // Assess
+      expect(precondition.seen.map((s) => s.current)).toEqual([undefined]);
+    });
+
+    it('when a resent claim finds the record its own earlier attempt wrote (same claim token), the job is claimed and runs', async () => {
+      // Prepare: the first attempt was applied and its answer lost; the resend finds its record.
+      const { run, layer } = onItem();
+      docMock.on(UpdateCommand).callsFakeOnce((input: UpdateCommandInput) => {
+        const written = input.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>;
+        throw conditionFailed({ ...PENDING_ORDER, [ATTR]: written });
+      });
+      const body = jest.fn(() => {
+        expect(layer.preconditionHeld(REQUEST)).toBe(true);
+        return { outcome: 'captured' };
+      });
+
+      // Act
+      const result = await run((l) => {
+        l.stage(REQUEST, businessWrite());
+        return body();
+      }, orderPrecondition());
+
+      // Assess
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(body).toHaveBeenCalledTimes(1);
+      expect(docMock).toHaveReceivedCommandTimes(UpdateCommand, 2);
+    });
+
+    it('when a resent completion finds the record COMPLETED with its claim token (its answer was lost), the job is done with no release', async () => {
+      // Prepare
+      const { run, layer } = onItem();
+      docMock
+        .on(UpdateCommand)
+        .resolvesOnce({})
+        .callsFakeOnce((input: UpdateCommandInput) => {
+          const written = input.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>;
+          throw conditionFailed({ ...PENDING_ORDER, state: 'PAID', version: 1, [ATTR]: written });
+        });
+
+      // Act
+      const result = await run((l) => {
+        l.stage(REQUEST, businessWrite());
+        return { outcome: 'captured' };
+      }, orderPrecondition());
+
+      // Assess: no read, no release.
+      expect(result).toEqual({ outcome: 'captured' });
+      expect(docMock.calls()).toHaveLength(2);
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the staged write’s condition fails while the record is still this claim’s, it removes the record and throws the write’s domain error', async () => {
+      // Prepare
+      const { run, layer } = onItem();
+      docMock
+        .on(UpdateCommand)
+        .resolvesOnce({})
+        .callsFakeOnce((input: UpdateCommandInput) => {
+          const completed = input.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>;
+          throw conditionFailed({
+            ...PENDING_ORDER,
+            state: 'CANCELLED',
+            [ATTR]: { ...completed, status: 'INPROGRESS' },
+          });
+        })
+        .resolves({});
+
+      // Act
+      const error = await thrownBy(() => run((l) => l.stage(REQUEST, businessWrite()), orderPrecondition()));
+
+      // Assess
+      expect(error).toBeInstanceOf(IdempotencyPersistenceLayerError);
+      expect((error as Error).cause).toBeInstanceOf(TransitionAlreadyDoneError);
+      const claimToken = (update(0)?.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>)[
+        CLAIM_ATTR
+      ];
+      expect(update(2)).toEqual({
+        TableName: 'orders',
+        Key: { orderId: 'order-1' },
+        UpdateExpression: 'REMOVE #idem',
+        ConditionExpression: '#idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+        ExpressionAttributeNames: { '#idem': ATTR, '#idem_claim': CLAIM_ATTR, '#idem_status': 'status' },
+        ExpressionAttributeValues: { ':idem_claim': claimToken, ':idem_inprogress': 'INPROGRESS' },
+      });
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the completion finds the record no longer this claim’s (taken over after its in-progress expiry), it throws a TransientError and removes nothing', async () => {
+      // Prepare
+      const { run } = onItem();
+      docMock
+        .on(UpdateCommand)
+        .resolvesOnce({})
+        .rejectsOnce(
+          conditionFailed({
+            ...PENDING_ORDER,
+            [ATTR]: recordOnOrder('INPROGRESS', { [CLAIM_ATTR]: 'next-delivery' }),
+          }),
+        );
+
+      // Act
+      const error = await thrownBy(() => run((l) => l.stage(REQUEST, businessWrite()), orderPrecondition()));
+
+      // Assess
+      expect((error as Error).cause).toBeInstanceOf(TransientError);
+      expect(docMock).toHaveReceivedCommandTimes(UpdateCommand, 2);
+    });
+
+    it('when the function fails, the record is removed from the item on condition it is still this claim’s INPROGRESS one', async () => {
+      // Prepare
+      const { run, layer } = onItem();
+
+      // Act
+      const error = await thrownBy(() =>
+        run((l) => {
+          l.stage(REQUEST, businessWrite());
+          throw new TransientError('provider answered 503');
+        }, orderPrecondition()),
+      );
+
+      // Assess
+      expect(error).toBeInstanceOf(TransientError);
+      expect(docMock).toHaveReceivedCommandTimes(UpdateCommand, 2);
+      expect(update(1)?.UpdateExpression).toBe('REMOVE #idem');
+      expect(update(1)?.ExpressionAttributeValues?.[':idem_claim']).toBe(
+        (update(0)?.ExpressionAttributeValues?.[':idem_record'] as Record<string, unknown>)[CLAIM_ATTR],
+      );
+      expect(ddbMock.calls()).toHaveLength(0);
+      expect(layer.stagedCount).toBe(0);
+    });
+
+    it('when the record was taken over before the release, the release fails quietly and the function’s error surfaces', async () => {
+      // Prepare
+      const { run, warnings } = onItem();
+      docMock.on(UpdateCommand).resolvesOnce({}).rejectsOnce(conditionFailed());
+
+      // Act
+      const error = await thrownBy(() =>
+        run(() => {
+          throw new TransientError('provider answered 503');
+        }, orderPrecondition()),
+      );
+
+      // Assess
+      expect(error).toBeInstanceOf(TransientError);
+      expect(warnings.warn).not.toHaveBeenCalled();
+    });
+
+    it('when the staged write is not an Update of the guarded item, staging it throws and the record is released', async () => {
+      // Prepare
+      const { run } = onItem();
+      const elsewhere: StagedWrite = {
+        item: { Update: { ...businessWrite().item.Update!, Key: { orderId: 'order-2' } } },
+        rejected: () => Promise.resolve(new Error('unused')),
+      };
+
+      // Act
+      const error = await thrownBy(() => run((l) => l.stage(REQUEST, elsewhere), orderPrecondition()));
+
+      // Assess
+      expect((error as Error).message).toContain('must be an Update of that item');
+      expect(update(1)?.UpdateExpression).toBe('REMOVE #idem');
+    });
+
+    it('when nothing is staged, the completion is one UpdateItem of the record on the item', async () => {
+      // Prepare
+      const { run } = onItem();
+
+      // Act
+      await run(() => ({ outcome: 'done' }), orderPrecondition());
+
+      // Assess
+      expect(update(1)).toMatchObject({
+        UpdateExpression: 'SET #idem = :idem_record',
+        ConditionExpression: '#idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+      });
+      expect(docMock.calls()).toHaveLength(2);
+    });
+
+    it('when no precondition is staged, the record stays on the idempotency table (Powertools’ PutItem)', async () => {
+      // Prepare
+      const { run } = onItem();
+
+      // Act
+      await run(() => ({}));
+
+      // Assess
+      expect(ddbMock).toHaveReceivedCommandTimes(PutItemCommand, 1);
+      expect(docMock).toHaveReceivedCommandTimes(UpdateCommand, 0);
     });
   });
 });

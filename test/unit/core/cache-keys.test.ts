@@ -47,6 +47,14 @@ describe('Function: keysForOrderChange', () => {
     expect(keys).toEqual([{ key: orderCacheKey(KS, 'o-1'), version: 4 }]);
   });
 
+  it('when an order is modified without a new version (its idempotency record claimed or released), no key is fenced', () => {
+    // Act
+    const keys = keysForOrderChange(KS, { orderId: 'o-1', version: 3 }, { orderId: 'o-1', version: 3 });
+
+    // Assess
+    expect(keys).toEqual([]);
+  });
+
   it('when an order is removed, its key is fenced one past the removed version so no read can put it back', () => {
     // Act
     const keys = keysForOrderChange(KS, { orderId: 'o-1', version: 4 }, undefined);

@@ -1,14 +1,19 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import {
+  ConditionalCheckFailedException,
   DeleteItemCommand,
   DynamoDBClient,
   PutItemCommand,
-  TransactionCanceledException,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -16,7 +21,10 @@ import 'aws-sdk-client-mock-jest';
 import { paymentCapture } from '../../../examples/reference/jobs/payment-capture';
 import { DynamoDbOrderStore } from '../../../lib/adapters/aws/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../../lib/adapters/aws/sqs-job-runner';
-import { TransactionalDynamoDBPersistenceLayer } from '../../../lib/adapters/aws/transactional-persistence';
+import {
+  GUARDED_ITEM_RECORD_ATTR,
+  TransactionalDynamoDBPersistenceLayer,
+} from '../../../lib/adapters/aws/transactional-persistence';
 import { createJobHandler } from '../../../lib/adapters/define-job';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
@@ -73,12 +81,12 @@ function captureRecord(messageId = 'm-1'): SQSRecord {
   };
 }
 
-/** The claim's cancellation when the order check failed on `order` (the record's put passed). */
-const orderCheckFailed = (order: Order): TransactionCanceledException =>
-  new TransactionCanceledException({
-    message: 'Transaction cancelled [None, ConditionalCheckFailed]',
+/** The claim's failure when the order's guard failed on `order` (it holds no record). */
+const orderCheckFailed = (order: Order): ConditionalCheckFailedException =>
+  new ConditionalCheckFailedException({
+    message: 'The conditional request failed',
     $metadata: {},
-    CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: marshall(order) }],
+    Item: marshall(order),
   });
 
 interface HandlerFixture {
@@ -90,9 +98,11 @@ interface HandlerFixture {
 
 function handlerFixture(): HandlerFixture {
   const client = new DynamoDBClient({ region: 'eu-west-1' });
+  // As the job's setup builds it: the record on the order.
   const persistence = new TransactionalDynamoDBPersistenceLayer({
     tableName: ENV.IDEMPOTENCY_TABLE,
     awsSdkV3Client: client,
+    guardedItemRecordAttr: GUARDED_ITEM_RECORD_ATTR,
   });
   const provider = { capture: jest.fn().mockResolvedValue({ chargeId: 'ch_1', replayed: false }) };
   const metrics = new Metrics({ namespace: 'tenang', serviceName: SERVICE_NAME });
@@ -116,6 +126,7 @@ function handlerFixture(): HandlerFixture {
     METRIC.jobRetried,
     METRIC.jobFailedPermanently,
     METRIC.jobBug,
+    METRIC.jobDeferred,
   ]);
   return {
     handler,
@@ -134,6 +145,7 @@ describe('Job: payment.capture (createJobHandler)', () => {
     ddbMock.on(UpdateItemCommand).resolves({});
     ddbMock.on(DeleteItemCommand).resolves({});
     docMock.on(TransactWriteCommand).resolves({});
+    docMock.on(UpdateCommand).resolves({});
     sqsMock.on(SendMessageCommand).resolves({ MessageId: 'dead' });
     sqsMock.on(ChangeMessageVisibilityCommand).resolves({});
   });
@@ -142,7 +154,7 @@ describe('Job: payment.capture (createJobHandler)', () => {
     jest.restoreAllMocks();
   });
 
-  it('when the order is PENDING for the job’s sum, it claims with the order check, charges once and completes with PAID: two calls', async () => {
+  it('when the order is PENDING for the job’s sum, it claims on the order with its guard, charges once and completes with PAID on the order: two UpdateItems, no transaction', async () => {
     // Prepare
     const { handler, provider, outcomes, persistence } = handlerFixture();
 
@@ -153,19 +165,41 @@ describe('Job: payment.capture (createJobHandler)', () => {
     expect(response.batchItemFailures).toEqual([]);
     expect(outcomes()).toEqual([METRIC.jobSucceeded]);
     expect(provider.capture).toHaveBeenCalledTimes(1);
-    const [claim, completion] = docMock
-      .commandCalls(TransactWriteCommand)
-      .map((c) => c.args[0].input.TransactItems);
-    expect(claim?.[1]?.ConditionCheck).toMatchObject({
+    const [claim, completion] = docMock.commandCalls(UpdateCommand).map((c) => c.args[0].input);
+    expect(claim).toMatchObject({
       TableName: ENV.ORDERS_TABLE,
       Key: { orderId: 'order-1' },
-      ExpressionAttributeValues: { ':state': 'PENDING', ':amountMinor': 1250, ':currency': 'EUR' },
+      UpdateExpression: 'SET #idem = :idem_record',
+      ExpressionAttributeNames: {
+        '#idem': 'idempotency',
+        '#g0': 'state',
+        '#g1': 'amountMinor',
+        '#g2': 'currency',
+      },
+      ExpressionAttributeValues: {
+        ':g0': 'PENDING',
+        ':g1': 1250,
+        ':g2': 'EUR',
+        ':idem_record': expect.objectContaining({ status: 'INPROGRESS' }) as unknown,
+      },
     });
-    expect(completion?.[0]?.Update).toMatchObject({
+    expect(claim?.ConditionExpression).toMatch(
+      /^attribute_exists\(#idem_item_key\) AND \(#g0 = :g0 AND #g1 = :g1 AND #g2 = :g2\) AND /,
+    );
+    expect(completion).toMatchObject({
       TableName: ENV.ORDERS_TABLE,
-      ConditionExpression: '#state = :from',
-      ExpressionAttributeValues: expect.objectContaining({ ':to': 'PAID', ':c1': 'ch_1' }) as unknown,
+      Key: { orderId: 'order-1' },
+      ConditionExpression:
+        '(#w0 = :w0) AND #idem.#idem_claim = :idem_claim AND #idem.#idem_status = :idem_inprogress',
+      ExpressionAttributeNames: expect.objectContaining({ '#w0': 'state' }) as unknown,
+      ExpressionAttributeValues: expect.objectContaining({
+        ':w0': 'PENDING',
+        ':w1': 'PAID',
+        ':idem_record': expect.objectContaining({ status: 'COMPLETED' }) as unknown,
+      }) as unknown,
     });
+    expect(Object.values(completion?.ExpressionAttributeValues ?? {})).toContain('ch_1');
+    expect(completion?.UpdateExpression).toMatch(/^SET #w0 = :w1, .*, #idem = :idem_record$/);
     expect(docMock.calls()).toHaveLength(2);
     expect(ddbMock.calls()).toHaveLength(0);
     expect(persistence.stagedCount).toBe(0);
@@ -176,7 +210,7 @@ describe('Job: payment.capture (createJobHandler)', () => {
     async (state) => {
       // Prepare
       const { handler, provider, outcomes, persistence } = handlerFixture();
-      docMock.on(TransactWriteCommand).rejectsOnce(orderCheckFailed(storedOrder({ state, version: 1 })));
+      docMock.on(UpdateCommand).rejectsOnce(orderCheckFailed(storedOrder({ state, version: 1 })));
 
       // Act
       const response = await handler(sqsEvent(captureRecord()), lambdaContext());
@@ -200,7 +234,7 @@ describe('Job: payment.capture (createJobHandler)', () => {
     async ({ order, errorClass }) => {
       // Prepare
       const { handler, provider, outcomes } = handlerFixture();
-      docMock.on(TransactWriteCommand).rejectsOnce(orderCheckFailed(order));
+      docMock.on(UpdateCommand).rejectsOnce(orderCheckFailed(order));
 
       // Act
       const response = await handler(sqsEvent(captureRecord()), lambdaContext());
@@ -216,6 +250,36 @@ describe('Job: payment.capture (createJobHandler)', () => {
     },
   );
 
+  it('when another payment of the order holds it (a live INPROGRESS record of another key), the job waits for that claim’s in-progress expiry without charging', async () => {
+    // Prepare
+    const { handler, provider, outcomes } = handlerFixture();
+    const theirs = {
+      id: 'payment.capture#another-payment',
+      status: 'INPROGRESS',
+      expiration: Math.floor(NOW.getTime() / 1000) + 86_400,
+      in_progress_expiration: NOW.getTime() + 7_000,
+      claim_token: 'theirs',
+    };
+    docMock.on(UpdateCommand).rejectsOnce(
+      new ConditionalCheckFailedException({
+        message: 'The conditional request failed',
+        $metadata: {},
+        Item: marshall({ ...storedOrder(), [GUARDED_ITEM_RECORD_ATTR]: theirs }),
+      }),
+    );
+
+    // Act
+    const response = await handler(sqsEvent(captureRecord()), lambdaContext());
+
+    // Assess: held for the other claim's remaining 7 s, not retried at once or dead-lettered.
+    expect(response.batchItemFailures).toHaveLength(1);
+    expect(outcomes()).toEqual([METRIC.jobDeferred]);
+    expect(provider.capture).not.toHaveBeenCalled();
+    expect(sqsMock).toHaveReceivedCommandWith(ChangeMessageVisibilityCommand, { VisibilityTimeout: 7 });
+    expect(sqsMock).toHaveReceivedCommandTimes(SendMessageCommand, 0);
+    expect(docMock.calls()).toHaveLength(1);
+  });
+
   it('when the job was claimed without its guard checked (a bug), it charges nothing and fails loudly', async () => {
     // Prepare
     const { handler, provider, outcomes, persistence } = handlerFixture();
@@ -228,6 +292,11 @@ describe('Job: payment.capture (createJobHandler)', () => {
     expect(response.batchItemFailures).toHaveLength(1);
     expect(outcomes()).toEqual([METRIC.jobBug]);
     expect(provider.capture).not.toHaveBeenCalled();
-    expect(ddbMock).toHaveReceivedCommandTimes(DeleteItemCommand, 1);
+    // The claim, then its release: the record removed from the order.
+    expect(docMock.commandCalls(UpdateCommand).map((c) => c.args[0].input.UpdateExpression)).toEqual([
+      'SET #idem = :idem_record',
+      'REMOVE #idem',
+    ]);
+    expect(ddbMock).toHaveReceivedCommandTimes(DeleteItemCommand, 0);
   });
 });

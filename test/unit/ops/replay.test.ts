@@ -178,6 +178,39 @@ describe('Class: DynamoDbEffectChecker', () => {
     },
   );
 
+  it('when the record on the order is COMPLETED, the capture is done, whatever the order’s state', async () => {
+    ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({});
+    ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({
+      Item: {
+        state: { S: 'CANCELLED' },
+        idempotency: {
+          M: {
+            id: { S: paymentIdempotencyRecordId('p-1') },
+            status: { S: 'COMPLETED' },
+            expiration: { N: String(NOW.getTime() / 1000 + 60) },
+          },
+        },
+      },
+    });
+    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({
+      done: true,
+      evidence: 'idempotency record payment:p-1:capture on order o-1 is COMPLETED',
+    });
+  });
+
+  it('when the record on the order is another payment’s, it is not this capture’s evidence', async () => {
+    ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({});
+    ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({
+      Item: {
+        state: { S: 'PENDING' },
+        idempotency: {
+          M: { id: { S: paymentIdempotencyRecordId('p-2') }, status: { S: 'COMPLETED' } },
+        },
+      },
+    });
+    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({ done: false });
+  });
+
   it('when the record is INPROGRESS and the order PENDING, the capture is not done', async () => {
     ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({ Item: { status: { S: 'INPROGRESS' } } });
     ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({ Item: { state: { S: 'PENDING' } } });
