@@ -14,6 +14,7 @@ import { provisionTimeToLive } from './ttl-provisioner';
 import { readTemplate, type ResolveContext } from './template';
 import { stackName } from '../infra/app';
 import { STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
+import { synthCacheEnabled, synthKey, withSynthCache } from './synth-cache';
 
 /** Raised when a cdk step fails; carries the tail of its output. */
 export class ProvisionError extends Error {
@@ -103,8 +104,28 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
   const assemblyDir = path.join(opts.projectRoot, '.tenang', `cdk.out-${stage}-${emulatorPort}`);
   const context = ['-c', `${TARGET_CONTEXT_KEY}=emulator`, '-c', `${STAGE_CONTEXT_KEY}=${stage}`];
 
-  log('synthesizing the app for the emulator (cdk-nag AwsSolutions + Serverless)…');
-  await runCdk(opts.projectRoot, ['synth', ...context, '--output', assemblyDir, '--quiet'], opts.env);
+  const synth = (outputDir: string): Promise<string> =>
+    runCdk(opts.projectRoot, ['synth', ...context, '--output', outputDir, '--quiet'], opts.env);
+  if (synthCacheEnabled(opts.env) && synthCacheEnabled()) {
+    const key = synthKey(opts.projectRoot, context, { ...process.env, ...opts.env });
+    log(
+      "synthesizing the app for the emulator (cdk-nag AwsSolutions + Serverless), or reusing the same sources' assembly…",
+    );
+    const found = await withSynthCache(
+      opts.projectRoot,
+      key,
+      assemblyDir,
+      async (dir) => void (await synth(dir)),
+    );
+    log(
+      found === 'hit'
+        ? `reused the assembly synthesized from the same sources (.tenang/synth-cache/${key})`
+        : 'synthesized',
+    );
+  } else {
+    log('synthesizing the app for the emulator (cdk-nag AwsSolutions + Serverless)…');
+    await synth(assemblyDir);
+  }
   log('bootstrapping the emulator environment…');
   await runCdk(opts.projectRoot, ['bootstrap', '--app', assemblyDir], opts.env);
   log(`deploying stack ${stackName(stage)} into the emulator…`);
