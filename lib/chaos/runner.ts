@@ -262,10 +262,13 @@ export class ChaosPlatformPool {
   private starting: Promise<ChaosPlatform[]> | undefined;
   private readonly free: ChaosPlatform[] = [];
   private readonly waiting: ((p: ChaosPlatform) => void)[] = [];
+  private handedOut = 0;
 
   public constructor(
     private readonly size: number,
     private readonly opts: ChaosPlatformOptions,
+    /** How far apart the first runs on the pool's platforms start, ms. */
+    private readonly staggerMs = 15_000,
   ) {
     if (!Number.isInteger(size) || size < 1)
       throw new Error(`a chaos pool needs at least one platform, got ${size}`);
@@ -282,6 +285,13 @@ export class ChaosPlatformPool {
     await this.starting;
     const chaos =
       this.free.pop() ?? (await new Promise<ChaosPlatform>((resolve) => this.waiting.push(resolve)));
+    // The first runs start apart: each starts its functions cold (a process per function, bundles
+    // loaded, clients built) and sends its whole workload at once; all of them at the same instant
+    // starved a 2-core machine, and every function of the first three runs timed out on requests
+    // that waited seconds for the CPU (CI, 2026-12-02). Later runs start whenever one ends.
+    const first = this.handedOut;
+    this.handedOut += 1;
+    if (first < this.size) await sleep(first * this.staggerMs);
     try {
       return await fn(chaos);
     } finally {
