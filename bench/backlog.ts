@@ -34,16 +34,20 @@ export async function measureBacklog(opts: {
       cli: (argv, env) => runCaptured(argv, { env }),
       log: (line) => opts.log(`backlog: ${line}`),
     });
-    // The CLI steps stay out of the report; everything else is the experiment's own result.
-    const { steps, ...result } = run;
-    return {
-      ...result,
-      criticalLatencyRatio:
-        spread(result.critical.duringDrainMs).median / spread(result.critical.baselineMs).median,
-    };
+    return backlogResults(run);
   } finally {
     await target.stop();
   }
+}
+
+/** What the report keeps of a run: the CLI steps stay out; the rest plus the latency ratio. */
+export function backlogResults(run: BacklogExperimentResult): BacklogResults {
+  const { steps: _steps, ...result } = run;
+  return {
+    ...result,
+    criticalLatencyRatio:
+      spread(result.critical.duringDrainMs).median / spread(result.critical.baselineMs).median,
+  };
 }
 
 /** The report's backlog section. */

@@ -44,12 +44,19 @@ import {
   type ContentionProtocol,
 } from './backoff';
 
-/** Concurrent clients on the hot item. */
-const CLIENTS = 100;
-/** Runs per protocol and strategy against the emulator: the medians are of these. */
-const EMULATOR_RUNS = 3;
-/** Seeds per protocol and strategy in the simulation. */
-const SIMULATION_SEEDS = 25;
+/** How big the backoff section's experiments are. */
+export interface BackoffSizes {
+  /** Concurrent clients on the hot item. */
+  readonly clients: number;
+  /** Runs per protocol and strategy against the emulator: the medians are of these. */
+  readonly runs: number;
+  /** Seeds per protocol and strategy in the simulation. */
+  readonly seeds: number;
+}
+
+/** The report's sizes. */
+export const BACKOFF_SIZES: BackoffSizes = { clients: 100, runs: 3, seeds: 25 };
+const CLIENTS = BACKOFF_SIZES.clients;
 /**
  * Base 10 ms, about one moto request here; cap 1 s, so a run without jitter stays within a minute
  * or two. In milliseconds, as bench/backoff.ts reads a policy.
@@ -322,6 +329,7 @@ export async function contend(
  */
 async function measureEmulator(
   log: (line: string) => void,
+  sizes: BackoffSizes,
 ): Promise<Record<ContentionProtocol, BackoffEmulatorResults>> {
   const admin = newDynamoDbClient();
   const table = uniqueName('bench-backoff');
@@ -331,10 +339,10 @@ async function measureEmulator(
       CONTENTION_PROTOCOLS.map((protocol) => ({ protocol, strategy })),
     );
     const runs = new Map(cases.map((c) => [`${c.protocol} ${c.strategy}`, [] as EmulatorRun[]]));
-    for (let run = 1; run <= EMULATOR_RUNS; run += 1) {
+    for (let run = 1; run <= sizes.runs; run += 1) {
       const shift = (run - 1) % cases.length;
       for (const c of [...cases.slice(shift), ...cases.slice(0, shift)]) {
-        const result = await contend(admin, table, c.protocol, c.strategy, run);
+        const result = await contend(admin, table, c.protocol, c.strategy, run, sizes.clients);
         log(
           `backoff: emulator ${c.protocol} ${c.strategy} run ${run}: ${result.calls} calls, ${result.ms.toFixed(0)} ms`,
         );
@@ -342,8 +350,8 @@ async function measureEmulator(
       }
     }
     const results = (protocol: ContentionProtocol): BackoffEmulatorResults => ({
-      clients: CLIENTS,
-      runs: EMULATOR_RUNS,
+      clients: sizes.clients,
+      runs: sizes.runs,
       policy: EMULATOR_POLICY,
       protocol,
       figures: BACKOFF_STRATEGIES.map((strategy) => {
@@ -367,11 +375,11 @@ async function measureEmulator(
  * The simulation under the emulator's conditions for `emulator`'s protocol. Without backoff the
  * one connection is never idle, so its time per call is moto's per request.
  */
-function modelOfEmulator(emulator: BackoffEmulatorResults): BackoffSimulationResults {
+function modelOfEmulator(emulator: BackoffEmulatorResults, seeds: number): BackoffSimulationResults {
   const noBackoff = emulator.figures.find((f) => f.strategy === 'none');
   if (noBackoff === undefined) throw new Error('the emulator has no figures for no backoff');
-  return simulateBackoff(SIMULATION_SEEDS, {
-    clients: CLIENTS,
+  return simulateBackoff(seeds, {
+    clients: emulator.clients,
     policy: EMULATOR_POLICY,
     networkMeanMs: 0,
     networkSdMs: 0,
@@ -387,22 +395,23 @@ function modelOfEmulator(emulator: BackoffEmulatorResults): BackoffSimulationRes
 export async function measureBackoff(opts: {
   readonly awsEndpoint: string;
   readonly log: (line: string) => void;
+  /** @default BACKOFF_SIZES (the report's); the test's smoke passes smaller ones */
+  readonly sizes?: BackoffSizes;
 }): Promise<BackoffResults> {
+  const sizes = opts.sizes ?? BACKOFF_SIZES;
+  const model = { ...SIMULATION_MODEL, clients: sizes.clients };
   const simulation = {
-    'read-then-write': simulateBackoff(SIMULATION_SEEDS, SIMULATION_MODEL),
-    'write-returns-current': simulateBackoff(SIMULATION_SEEDS, {
-      ...SIMULATION_MODEL,
-      protocol: 'write-returns-current',
-    }),
+    'read-then-write': simulateBackoff(sizes.seeds, model),
+    'write-returns-current': simulateBackoff(sizes.seeds, { ...model, protocol: 'write-returns-current' }),
   };
-  opts.log(`backoff: simulated ${CLIENTS} clients over ${SIMULATION_SEEDS} seeds, both protocols`);
+  opts.log(`backoff: simulated ${sizes.clients} clients over ${sizes.seeds} seeds, both protocols`);
   opts.log(
-    `backoff: ${CLIENTS} clients against ${opts.awsEndpoint}, ${EMULATOR_RUNS} runs per protocol and strategy`,
+    `backoff: ${sizes.clients} clients against ${opts.awsEndpoint}, ${sizes.runs} runs per protocol and strategy`,
   );
-  const emulator = await measureEmulator(opts.log);
+  const emulator = await measureEmulator(opts.log, sizes);
   const emulatorModel = {
-    'read-then-write': modelOfEmulator(emulator['read-then-write']),
-    'write-returns-current': modelOfEmulator(emulator['write-returns-current']),
+    'read-then-write': modelOfEmulator(emulator['read-then-write'], sizes.seeds),
+    'write-returns-current': modelOfEmulator(emulator['write-returns-current'], sizes.seeds),
   };
   return { simulation, emulator, emulatorModel, targets: BACKOFF_TARGETS };
 }

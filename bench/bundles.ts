@@ -10,6 +10,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { referencePipeline } from '../examples/reference/pipeline';
+import { encodePipeline } from '../lib/config';
 import { BUNDLE_BANNER } from '../lib/infra/defaults';
 import { spread } from './backoff';
 
@@ -56,8 +58,16 @@ const BUNDLE_OPTIONS: BuildOptions = {
   logLevel: 'silent',
 };
 
+/**
+ * The reference app's declaration for the stage handlerEnv names, compiled into each bundle as
+ * TenangFunction does (lib/infra/tenang-function.ts): a function reads its pipeline from its code.
+ */
+const PIPELINE_DEFINE = {
+  'process.env.TENANG_PIPELINE': JSON.stringify(encodePipeline(referencePipeline('dev', 'us-east-1'))),
+};
+
 async function bundle(entry: string, outfile: string): Promise<Metafile> {
-  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [entry], outfile });
+  const result = await build({ ...BUNDLE_OPTIONS, define: PIPELINE_DEFINE, entryPoints: [entry], outfile });
   if (result.metafile === undefined) throw new Error('esbuild returned no metafile');
   return result.metafile;
 }

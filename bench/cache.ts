@@ -46,9 +46,10 @@ async function stampedeOverProcesses(
   instancesPerProcess: number,
   keyPrefix: string,
   keepKey: boolean,
+  startDelayMs: number,
 ): Promise<StampedeResult[]> {
-  // Every process connects first and then waits for this instant: tsx start-up on a busy 2-core machine takes seconds.
-  const startAt = Date.now() + 10_000;
+  // Every process connects first and then waits for this instant (CacheSizes.startDelayMs).
+  const startAt = Date.now() + startDelayMs;
   const worker = path.join(__dirname, 'stampede-worker.ts');
   return Promise.all(
     Array.from({ length: processes }, async () => {
@@ -94,14 +95,38 @@ function figure(
   };
 }
 
-/** Measures the stampede (50 instances × 10 readers over 10 processes) and a warm read. */
+/** How big the cache section's experiments are. */
+export interface CacheSizes {
+  readonly processes: number;
+  readonly instancesPerProcess: number;
+  readonly readersPerProcess: number;
+  /** Warm reads, one at a time, for the round trips per hit. */
+  readonly warmReads: number;
+  /**
+   * How long after launch every process starts reading, all at once: tsx's start-up on a busy
+   * 2-core machine takes seconds, and a process that started late would find the key loaded.
+   */
+  readonly startDelayMs: number;
+}
+
+/** The report's sizes: 500 readers over 10 processes of 5 simulated instances each. */
+export const CACHE_SIZES: CacheSizes = {
+  processes: 10,
+  instancesPerProcess: 5,
+  readersPerProcess: 50,
+  warmReads: 50,
+  startDelayMs: 10_000,
+};
+
+/** Measures the stampede (by default 50 instances × 10 readers over 10 processes) and warm reads. */
 export async function measureCache(opts: {
   redisUrl: string;
   log: (line: string) => void;
+  /** @default CACHE_SIZES; the test's smoke passes smaller ones */
+  sizes?: CacheSizes;
 }): Promise<CacheResults> {
-  const processes = 10;
-  const instancesPerProcess = 5; // 50 simulated instances in all
-  const readersPerProcess = 50; // 500 readers in all
+  const sizes = opts.sizes ?? CACHE_SIZES;
+  const { processes, instancesPerProcess, readersPerProcess, warmReads: reads } = sizes;
   const stampede: StampedeFigure[] = [];
   for (const protection of ['none', 'single-flight', 'full'] as const) {
     const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
@@ -113,6 +138,7 @@ export async function measureCache(opts: {
       instancesPerProcess,
       prefix,
       false,
+      sizes.startDelayMs,
     );
     const f = figure(protection, processes, instancesPerProcess, results);
     opts.log(
@@ -124,7 +150,6 @@ export async function measureCache(opts: {
   const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
   let hits = 0;
   let commands = 0;
-  const reads = 50;
   for (let i = 0; i <= reads; i += 1) {
     const r = await measureStampede({
       redisUrl: opts.redisUrl,

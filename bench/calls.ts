@@ -7,6 +7,15 @@
  * delete or return), so they are what Lambda would deliver. A middleware on the function's own
  * clients counts every command it sends; the mapping's receives and deletes are not the
  * function's and are not counted.
+ *
+ * What the calls cost, by AWS's billing rules (lib/adapters/aws/capacity.ts): the DynamoDB read and
+ * write units of each request, sized on the items read aside before and after it
+ * (recordDynamoDbCapacity), on each case's first round only, since those aside reads run inside
+ * the handler; the Lambda duration of every invocation of the other rounds (wall time of the
+ * handler call, billed rounded up to 1 ms, × the job type's configured memory); the SQS requests
+ * in 64 KB chunks of the function and of the mapping (its non-empty receives and its deletes: an
+ * idle mapping's empty long polls are no job's). The producer's send is not the consumer's and is
+ * left out. Prices: ON_DEMAND_PRICES.
  */
 import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -20,7 +29,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { paymentCapture } from '../examples/reference/jobs/payment-capture';
-import { countSdkCalls, type SdkCallLog } from '../lib/adapters/aws/call-counter';
+import {
+  countSdkCalls,
+  recordDynamoDbCapacity,
+  recordSqsRequests,
+  type DynamoDbCapacityLog,
+  type SdkCallLog,
+  type SqsRequestLog,
+} from '../lib/adapters/aws/call-counter';
+import { lambdaBilledMs, lambdaGbSeconds } from '../lib/adapters/aws/capacity';
 import { newDynamoDbClient, newSqsClient } from '../lib/adapters/aws/clients';
 import { createJobHandler, jobDepsFromEnv } from '../lib/adapters/define-job';
 import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
@@ -38,6 +55,7 @@ import { createBaselinePaymentHandler } from '../lib/local/powertools-baseline';
 import { SqsEventSource } from '../lib/local/sqs-event-source';
 import { lambdaContext } from '../lib/local/lambda-context';
 import { uniqueName } from '../lib/local/names';
+import { FUNCTION_DEFAULTS } from '../lib/infra/defaults';
 
 /** The two consumers compared. */
 export type CallsSystem = 'tenang' | 'powertools-baseline';
@@ -65,6 +83,73 @@ export interface CallsFigure {
   readonly deliveriesPerJob: number;
   /** Requests that reached the payment provider, per job (failed ones included). */
   readonly providerRequestsPerJob: number;
+  /** Units, requests, duration and cost per job (absent from results written before they were measured). */
+  readonly capacity?: CapacityFigure;
+}
+
+/**
+ * Published on-demand prices, US East (N. Virginia), in USD, read on `asOf`; the benchmark prices
+ * its units with them. DynamoDB: Standard table class, after the November 2024 cut of on-demand
+ * throughput prices (50 %). SQS: the first tier (up to 100 billion requests a month), FIFO for
+ * FIFO queues. Lambda: the first duration tier (6 billion GB-s a month on x86, 7.5 billion on
+ * Arm). Free tiers are left out.
+ */
+export const ON_DEMAND_PRICES = {
+  region: 'us-east-1',
+  currency: 'USD',
+  asOf: '2026-12-02',
+  source: {
+    dynamoDb: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+    sqs: 'https://aws.amazon.com/sqs/pricing/',
+    lambda: 'https://aws.amazon.com/lambda/pricing/',
+  },
+  dynamoDb: { perMillionWriteRequestUnits: 0.625, perMillionReadRequestUnits: 0.125 },
+  sqs: { perMillionStandardRequests: 0.4, perMillionFifoRequests: 0.5 },
+  lambda: {
+    perMillionRequests: 0.2,
+    perGbSecond: { x86_64: 0.0000166667, arm64: 0.0000133334 },
+  },
+} as const;
+
+/** The price list the figures were computed with. */
+export type PriceList = typeof ON_DEMAND_PRICES;
+
+/** The Lambda architectures priced. */
+export type LambdaArchitecture = keyof PriceList['lambda']['perGbSecond'];
+
+/** Cost of a million jobs, in `ON_DEMAND_PRICES.currency`, by service. */
+export interface JobCost {
+  readonly dynamoDb: number;
+  readonly sqs: number;
+  readonly lambda: number;
+  readonly total: number;
+}
+
+/** What one system's jobs of one case are billed, mean per job. */
+export interface CapacityFigure {
+  /** Jobs whose DynamoDB requests were sized (the case's first round). */
+  readonly sizedJobs: number;
+  readonly readUnitsPerJob: number;
+  readonly writeUnitsPerJob: number;
+  /** Read and write units per job by command, without the "Command" suffix. */
+  readonly unitsByCommand: Readonly<Record<string, { readonly read: number; readonly write: number }>>;
+  /** The function's SQS requests per job, in 64 KB chunks. */
+  readonly functionSqsRequestsPerJob: number;
+  /** The mapping's non-empty receives and its deletes per job, in 64 KB chunks. */
+  readonly mappingSqsRequestsPerJob: number;
+  /** Invocations per job (Lambda requests), over all rounds. */
+  readonly invocationsPerJob: number;
+  /** Jobs whose invocations were timed (the rounds after the first). */
+  readonly timedJobs: number;
+  /**
+   * With a single round (jobs ≤ roundSize) nothing is left to time but the sized round: its
+   * durations include the aside reads, an overestimate.
+   */
+  readonly durationIncludesSizing?: boolean;
+  /** Billed milliseconds per job (each invocation rounded up to 1 ms). */
+  readonly billedMsPerJob: number;
+  readonly gbSecondsPerJob: number;
+  readonly costPerMillionJobs: JobCost;
 }
 
 /** The calls section of the report. */
@@ -73,6 +158,16 @@ export interface CallsResults {
   /** The queues' visibility timeout: how long the baseline's failed message waits to return. */
   readonly visibilityTimeoutSeconds: number;
   readonly figures: readonly CallsFigure[];
+  /** The job type measured ("payment.capture"): the only one. */
+  readonly jobType?: string;
+  /** The pipeline's other job types: not measured, no figures. */
+  readonly unmeasuredJobTypes?: readonly string[];
+  /** The function configuration the Lambda figures assume (the job type's, as deployed). */
+  readonly lambda?: { readonly memoryMb: number; readonly architecture: LambdaArchitecture };
+  readonly queueKind?: 'fifo' | 'standard';
+  /** Jobs per round: the first round of a case is sized, the others timed. */
+  readonly roundSize?: number;
+  readonly prices?: PriceList;
 }
 
 const STAGE = 'bench';
@@ -146,6 +241,15 @@ interface Subject {
   readonly source: SqsEventSource;
   readonly dynamoCalls: SdkCallLog;
   readonly sqsCalls: SdkCallLog;
+  /** Read and write units of the function's DynamoDB requests (paused outside sized rounds). */
+  readonly dynamoCapacity: DynamoDbCapacityLog;
+  /** The function's SQS requests and the mapping's, in 64 KB chunks. */
+  readonly sqsRequests: SqsRequestLog;
+  readonly mappingSqsRequests: SqsRequestLog;
+  /** Every invocation: its handler's wall time, and whether its round was timed (not sized). */
+  readonly invocations: { durationMs: number; timed: boolean }[];
+  /** Whether the current round's invocations are timed. */
+  timing: boolean;
   /** Outcome metrics (tenang only: the baseline records none). */
   readonly outcomes?: RecordingMetrics;
   /** Deliveries and completions by message id, as the mapping invoked the handler. */
@@ -238,8 +342,15 @@ async function newSubject(
   const { queueUrl, dlqUrl } = await createQueues(shared, uniqueName(`bench-${system}`), created);
   const dynamo = newDynamoDbClient();
   const sqs = newSqsClient();
+  // The mapping's own client: its receives and deletes are recorded apart from the function's.
+  const mappingSqs = newSqsClient();
   const dynamoCalls = countSdkCalls(dynamo);
   const sqsCalls = countSdkCalls(sqs);
+  // Items are read aside through the bench's own client, which nothing counts.
+  const dynamoCapacity = recordDynamoDbCapacity(dynamo, shared.dynamo);
+  dynamoCapacity.pause();
+  const sqsRequests = recordSqsRequests(sqs);
+  const mappingSqsRequests = recordSqsRequests(mappingSqs);
   let outcomes: RecordingMetrics | undefined;
   let handler: (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
   if (system === 'tenang') {
@@ -274,6 +385,11 @@ async function newSubject(
     dlqUrl,
     dynamoCalls,
     sqsCalls,
+    dynamoCapacity,
+    sqsRequests,
+    mappingSqsRequests,
+    invocations: [],
+    timing: false,
     outcomes,
     deliveries,
     done,
@@ -281,6 +397,7 @@ async function newSubject(
     destroy: () => {
       dynamo.destroy();
       sqs.destroy();
+      mappingSqs.destroy();
     },
     source: new SqsEventSource(
       {
@@ -294,18 +411,27 @@ async function newSubject(
         maxConcurrency: 1,
         reportBatchItemFailures: true,
       },
-      shared.sqs,
+      mappingSqs,
       {
         isEnabled: () => true,
         invoke: async (event): Promise<InvokeResult> => {
           const started = Date.now();
+          const context = lambdaContext(REMAINING_MS, system);
+          // Lambda bills from the handler's start to its return: the wall time of this call.
+          const t0 = performance.now();
+          const timed = subject.timing;
+          const stopClock = (): void => {
+            subject.invocations.push({ durationMs: performance.now() - t0, timed });
+          };
           let failed: Set<string>;
           let result: InvokeResult;
           try {
-            const response = await handler(event, lambdaContext(REMAINING_MS, system));
+            const response = await handler(event, context);
+            stopClock();
             failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
             result = { status: 'ok', result: response, durationMs: Date.now() - started, coldStart: false };
           } catch (error) {
+            stopClock();
             // Powertools throws when every record failed: Lambda returns the whole batch.
             failed = new Set(event.Records.map((r) => r.messageId));
             result = {
@@ -416,9 +542,18 @@ async function measureCase(
   const outcomesBefore = subject.outcomes?.names.length ?? 0;
   subject.dynamoCalls.reset();
   subject.sqsCalls.reset();
+  subject.dynamoCapacity.reset();
+  subject.sqsRequests.reset();
+  subject.mappingSqsRequests.reset();
+  subject.invocations.length = 0;
   const ids: string[] = [];
   for (let i = 0; i < jobs.length; i += ROUND_SIZE) {
     const round = jobs.slice(i, i + ROUND_SIZE);
+    // The first round is sized: its aside reads run inside the handler, so it is not timed.
+    const sized = i === 0;
+    if (sized) subject.dynamoCapacity.resume();
+    else subject.dynamoCapacity.pause();
+    subject.timing = !sized;
     if (kind === 'failed-then-retried') {
       // The provider refuses each job's first request only: its second delivery succeeds.
       const failing = new Set(round.map((j) => j.key));
@@ -433,6 +568,8 @@ async function measureCase(
     } finally {
       subject.afterInvoke = () => undefined;
       shared.provider.set({ failingKeys: [] });
+      subject.dynamoCapacity.pause();
+      subject.timing = false;
     }
   }
   const dynamoCalls = subject.dynamoCalls.calls();
@@ -445,9 +582,86 @@ async function measureCase(
     sqs: serviceCalls(sqsCalls, jobs.length),
     deliveriesPerJob: ids.reduce((s, id) => s + (subject.deliveries.get(id) ?? 0), 0) / jobs.length,
     providerRequestsPerJob: (shared.provider.requestCount() - requestsBefore) / jobs.length,
+    capacity: capacityFigure(shared, subject, jobs.length),
   };
   await checkCase(shared, subject, kind, jobs, figure, outcomesBefore);
   return figure;
+}
+
+/** The function configuration the Lambda figures assume: the job type's memory, the functions' architecture. */
+function lambdaConfig(jobType: ResolvedJobType): { memoryMb: number; architecture: LambdaArchitecture } {
+  const architecture = FUNCTION_DEFAULTS.architecture.name;
+  if (architecture !== 'arm64' && architecture !== 'x86_64')
+    throw new Error(`no Lambda price for architecture ${architecture}`);
+  return { memoryMb: jobType.function.memoryMb, architecture };
+}
+
+/** The cost of a million jobs billed `c`'s units, at `prices`. */
+export function costPerMillionJobs(
+  c: Omit<CapacityFigure, 'costPerMillionJobs'>,
+  prices: PriceList,
+  queueKind: 'fifo' | 'standard',
+  architecture: LambdaArchitecture,
+): JobCost {
+  // Per-million prices × units per job = price per million jobs.
+  const dynamoDb =
+    c.writeUnitsPerJob * prices.dynamoDb.perMillionWriteRequestUnits +
+    c.readUnitsPerJob * prices.dynamoDb.perMillionReadRequestUnits;
+  const sqs =
+    (c.functionSqsRequestsPerJob + c.mappingSqsRequestsPerJob) *
+    (queueKind === 'fifo' ? prices.sqs.perMillionFifoRequests : prices.sqs.perMillionStandardRequests);
+  const lambda =
+    c.invocationsPerJob * prices.lambda.perMillionRequests +
+    c.gbSecondsPerJob * prices.lambda.perGbSecond[architecture] * 1_000_000;
+  return { dynamoDb, sqs, lambda, total: dynamoDb + sqs + lambda };
+}
+
+/** Units, requests and duration per job of the case just run; throws if a request went unsized. */
+function capacityFigure(shared: Shared, subject: Subject, jobs: number): CapacityFigure {
+  const records = subject.dynamoCapacity.records();
+  const unsized = records.filter((r) => r.outcome === 'unmeasured');
+  if (unsized.length > 0)
+    throw new Error(
+      `calls: ${subject.system}: ${unsized.length} DynamoDB requests unsized: ${unsized.map((r) => `${r.command} (${r.problem ?? '?'})`).join('; ')}`,
+    );
+  const sizedJobs = Math.min(ROUND_SIZE, jobs);
+  const unitsByCommand: Record<string, { read: number; write: number }> = {};
+  for (const r of records) {
+    const name = r.command.replace(/Command$/, '');
+    const u = (unitsByCommand[name] ??= { read: 0, write: 0 });
+    u.read += r.readUnits / sizedJobs;
+    u.write += r.writeUnits / sizedJobs;
+  }
+  // With a single round, the sized round's durations are all there is (an overestimate, flagged).
+  const durationIncludesSizing = jobs <= sizedJobs;
+  const timed = durationIncludesSizing ? subject.invocations : subject.invocations.filter((i) => i.timed);
+  const timedJobs = durationIncludesSizing ? jobs : jobs - sizedJobs;
+  const { memoryMb, architecture } = lambdaConfig(shared.jobType);
+  // The mapping's empty receives are idle polling, not any job's; GetQueueAttributes is the local
+  // mapping's own (Lambda's pollers do not send it per batch).
+  const mapping = subject.mappingSqsRequests
+    .records()
+    .filter((r) =>
+      r.command === 'ReceiveMessageCommand' ? r.messages > 0 : r.command !== 'GetQueueAttributesCommand',
+    );
+  const sum = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0);
+  const figure: Omit<CapacityFigure, 'costPerMillionJobs'> = {
+    sizedJobs,
+    readUnitsPerJob: sum(records.map((r) => r.readUnits)) / sizedJobs,
+    writeUnitsPerJob: sum(records.map((r) => r.writeUnits)) / sizedJobs,
+    unitsByCommand,
+    functionSqsRequestsPerJob: sum(subject.sqsRequests.records().map((r) => r.requests)) / jobs,
+    mappingSqsRequestsPerJob: sum(mapping.map((r) => r.requests)) / jobs,
+    invocationsPerJob: subject.invocations.length / jobs,
+    timedJobs,
+    ...(durationIncludesSizing ? { durationIncludesSizing } : {}),
+    billedMsPerJob: sum(timed.map((i) => lambdaBilledMs(i.durationMs))) / timedJobs,
+    gbSecondsPerJob: sum(timed.map((i) => lambdaGbSeconds(i.durationMs, memoryMb))) / timedJobs,
+  };
+  return {
+    ...figure,
+    costPerMillionJobs: costPerMillionJobs(figure, ON_DEMAND_PRICES, shared.jobType.queue.kind, architecture),
+  };
 }
 
 /** Throws unless every job ended as the case intends: counts of another outcome mean nothing. */
@@ -524,11 +738,12 @@ export async function measureCalls(opts: {
   const queues: string[] = [];
   const subjects: Subject[] = [];
   try {
+    const pipeline = stageConfig(STAGE, await dynamo.config.region());
     const shared: Shared = {
       dynamo,
       sqs,
       provider,
-      jobType: jobTypeByName(stageConfig(STAGE, await dynamo.config.region()), 'payment.capture'),
+      jobType: jobTypeByName(pipeline, 'payment.capture'),
       ordersTable: uniqueName('bench-orders'),
       idempotencyTable: uniqueName('bench-idempotency'),
     };
@@ -551,10 +766,25 @@ export async function measureCalls(opts: {
         opts.log(
           `calls ${subject.system} ${kind}: ${figure.dynamoDb.perJob.toFixed(2)} DynamoDB + ${figure.sqs.perJob.toFixed(2)} SQS calls per job (${commandList(figure)})`,
         );
+        const c = figure.capacity;
+        if (c !== undefined)
+          opts.log(
+            `calls ${subject.system} ${kind}: ${c.writeUnitsPerJob} WRU + ${c.readUnitsPerJob} RRU, ${(c.functionSqsRequestsPerJob + c.mappingSqsRequestsPerJob).toFixed(2)} SQS requests, ${c.invocationsPerJob.toFixed(2)} invocations, ${c.billedMsPerJob.toFixed(1)} billed ms per job; $${c.costPerMillionJobs.total.toFixed(2)} per million jobs`,
+          );
         figures.push(figure);
       }
     }
-    return { jobsPerCase: opts.jobs, visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_SECONDS, figures };
+    return {
+      jobsPerCase: opts.jobs,
+      visibilityTimeoutSeconds: VISIBILITY_TIMEOUT_SECONDS,
+      figures,
+      jobType: shared.jobType.name,
+      unmeasuredJobTypes: pipeline.jobTypes.map((j) => j.name).filter((n) => n !== shared.jobType.name),
+      lambda: lambdaConfig(shared.jobType),
+      queueKind: shared.jobType.queue.kind,
+      roundSize: ROUND_SIZE,
+      prices: ON_DEMAND_PRICES,
+    };
   } finally {
     await Promise.all(subjects.map((s) => s.source.stop()));
     for (const s of subjects) s.destroy();

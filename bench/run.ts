@@ -24,15 +24,15 @@ import {
 } from './backoff-emulator';
 import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
 import { measureBundles, type BundleResult } from './bundles';
-import { measureCache, type CacheResults } from './cache';
-import { commandList, measureCalls, type CallsFigure, type CallsResults } from './calls';
+import { measureCache, type CacheResults, type StampedeFigure } from './cache';
+import { commandList, measureCalls, type CallsFigure, type CallsResults, type CapacityFigure } from './calls';
 import { encodePipeline } from '../lib/config';
 import { referencePipeline } from '../examples/reference/pipeline';
 
 // The bench runs the reference app's code unbundled: it reads the app's declaration as tests do.
 process.env.TENANG_PIPELINE ??= encodePipeline(referencePipeline('bench', 'us-east-1'));
 
-interface Results {
+export interface Results {
   readonly generatedAt: string;
   readonly machine: { readonly node: string; readonly cpus: number; readonly platform: string };
   readonly calls?: CallsResults;
@@ -60,13 +60,31 @@ function mean(n: number): string {
   return String(Number(n.toFixed(2)));
 }
 
-function callsSection(c: CallsResults): string[] {
+/**
+ * Issue 16's target for a successful capture: no more capacity than the Powertools baseline's
+ * (3 write units + 1 read unit), the floor being 2 write units (one conditional write to claim,
+ * one to complete). Judged on the units measured for each.
+ */
+function captureTarget(priced: readonly { f: CallsFigure; k: CapacityFigure }[]): string[] {
+  const of = (system: CallsFigure['system']) =>
+    priced.find(({ f }) => f.case === 'success' && f.system === system)?.k;
+  const t = of('tenang');
+  const b = of('powertools-baseline');
+  if (t === undefined || b === undefined) return [];
+  const met = t.writeUnitsPerJob <= b.writeUnitsPerJob && t.readUnitsPerJob <= b.readUnitsPerJob;
   return [
+    `Target for a successful capture: no more capacity than the baseline's, aiming at the floor of 2 write units. tenang ${mean(t.writeUnitsPerJob)} WRU + ${mean(t.readUnitsPerJob)} RRU, baseline ${mean(b.writeUnitsPerJob)} WRU + ${mean(b.readUnitsPerJob)} RRU: **${met ? 'met' : 'not met'}**${met && t.writeUnitsPerJob <= 2 && t.readUnitsPerJob === 0 ? ', at the floor' : ''}.`,
+    '',
+  ];
+}
+
+function callsSection(c: CallsResults): string[] {
+  const lines = [
     '## DynamoDB and SQS calls per job',
     '',
     `Commands the function itself sent through its SDK clients, counted by a middleware (lib/adapters/aws/call-counter.ts: one per \`send\`, the SDK's own retries not included), mean per job over ${c.jobsPerCase} jobs per case, against moto. Each consumer has its own FIFO queue and DLQ and receives real messages through the local event source mapping (records built by lib/local/sqs-event.ts, as Lambda delivers them); the mapping's ReceiveMessage and DeleteMessageBatch are the Lambda service's, not the function's, and are not counted.`,
     '',
-    "- **tenang**: the payment consumer (createHandler over depsFromEnv's clients): the claim with the order's guard in one TransactWriteItems, the completion with the PAID transition in another; a transient failure sets the retry's backoff with ChangeMessageVisibility, a permanent one sends to the DLQ.",
+    "- **tenang**: the payment consumer (examples/reference/jobs/payment-capture.ts over the job runner's clients), its idempotency record kept on the order it guards: the claim is one conditional UpdateItem of the order (the capture guard and Powertools' claim condition), the completion another (the PAID transition and the record's completion); a transient failure releases the record and sets the retry's backoff with ChangeMessageVisibility, a permanent one sends to the DLQ.",
     '- **Powertools baseline** (lib/local/powertools-baseline.ts): makeIdempotent over DynamoDBPersistenceLayer, the order read for the capture guard, the PAID transition as its own write, BatchProcessor; a failed message waits out the visibility timeout. Without the read it would make one call less per success (the 3 often quoted), and charge a cancelled order or a wrong amount.',
     '',
     `Cases: **success**, a new job for a PENDING order; **duplicate**, the same job delivered again after it succeeded; **failed, then retried**, the payment provider refuses the job's first request and its second delivery succeeds: the calls of both deliveries together. Every case is checked before its counts are kept: each order PAID once, one charge per job, nothing in the DLQ. The queues' visibility timeout is ${c.visibilityTimeoutSeconds} s here so the baseline's retry returns within the run; tenang's backoff is set to 0 s; neither changes the counts.`,
@@ -79,6 +97,62 @@ function callsSection(c: CallsResults): string[] {
       (f) =>
         `| ${CASE_LABEL[f.case]} | ${f.system === 'tenang' ? '**tenang**' : 'Powertools baseline'} | ${mean(f.dynamoDb.perJob)} | ${mean(f.sqs.perJob)} | ${mean(f.dynamoDb.perJob + f.sqs.perJob)} | ${commandList(f)} | ${mean(f.deliveriesPerJob)} | ${mean(f.providerRequestsPerJob)} |`,
     ),
+    '',
+  ];
+  // Units and cost: only in results measured since they were added.
+  const priced = c.figures.flatMap((f) => (f.capacity === undefined ? [] : [{ f, k: f.capacity }]));
+  const p = c.prices;
+  const fn = c.lambda;
+  if (priced.length === 0 || p === undefined || fn === undefined) return lines;
+  const usd = (n: number): string => `$${n.toFixed(n < 1 ? 3 : 2)}`;
+  /** A published price as published: $0.40, $0.625, $0.0000133334. */
+  const price = (n: number): string =>
+    `$${Number.isInteger(Math.round(n * 1e6) / 1e4) ? n.toFixed(2) : String(n)}`;
+  const units = (k: CapacityFigure): string =>
+    Object.entries(k.unitsByCommand)
+      .map(
+        ([name, u]) =>
+          `${name} ${[u.write > 0 ? `${mean(u.write)} W` : '', u.read > 0 ? `${mean(u.read)} R` : ''].filter(Boolean).join(' + ') || '0'}`,
+      )
+      .join(', ') || 'none';
+  const fifo = c.queueKind === 'fifo';
+  const others = c.unmeasuredJobTypes ?? [];
+  const totals = (kind: CallsFigure['case']): string => {
+    const of = (system: CallsFigure['system']): number | undefined =>
+      priced.find(({ f }) => f.case === kind && f.system === system)?.k.costPerMillionJobs.total;
+    const t = of('tenang');
+    const b = of('powertools-baseline');
+    return t === undefined || b === undefined
+      ? ''
+      : `${CASE_LABEL[kind]}: tenang ${usd(t)}, baseline ${usd(b)} per million jobs (${(t / b).toFixed(2)}×)`;
+  };
+  const sizedJobs = priced[0]?.k.sizedJobs ?? 0;
+  const timedJobs = priced[0]?.k.timedJobs ?? 0;
+  return [
+    ...lines,
+    '### Units and cost per job',
+    '',
+    `What the calls above are billed by AWS's published rules (lib/adapters/aws/capacity.ts, each rule with its source), and what a million jobs cost at on-demand prices. **Job types:** only **${c.jobType ?? 'payment.capture'}** is measured${others.length > 0 ? `; the pipeline's other job types (${others.join(', ')}) are not, and have no figures here` : ''}.`,
+    '',
+    `- **DynamoDB read and write request units** (RRU, WRU; the same units as provisioned RCU and WCU), recorded per request by recordDynamoDbCapacity (lib/adapters/aws/call-counter.ts), which reads each item a request touches aside, before and after it, through another client: the item's size as DynamoDB measures it (attribute names and values), writes in 1 KB units, reads in 4 KB units (half for an eventually consistent read), twice in a transaction; PutItem and UpdateItem on the larger of the item before and after, DeleteItem on the item deleted, a failed condition on the item found (1 when none). Two rules are not in the documentation: a ConditionCheck is billed as a transactional write of the item checked (2 WRU per KB, what DynamoDB reports for one), and a cancelled transaction as a failed condition on every item, twice (DynamoDB reports nothing for it: an upper bound). Sized on each case's first ${sizedJobs} jobs: units do not vary between the jobs of a case.`,
+    `- **SQS requests**, one per 64 KB chunk of an action's payload (a batch of up to 10 messages is one action): the function's own (ChangeMessageVisibility, DLQ sends) and the mapping's non-empty ReceiveMessage and its DeleteMessageBatch, per job. Left out: the mapping's empty long polls (an idle queue's, no job's) and the producer's send. The local mapping batches as it can, not as Lambda's pollers do: its share per job is indicative. ${fifo ? 'The queues are FIFO: FIFO request price.' : 'Standard queues: standard request price.'}`,
+    `- **Lambda**: invocations per job (requests) and GB-seconds: each invocation's handler wall time, in process, rounded up to 1 ms, × the job type's ${fn.memoryMb} MB, priced for ${fn.architecture} (lib/infra/defaults.ts). Timed on the ${timedJobs} jobs of the other rounds (the first round's aside reads run inside the handler). Against moto over loopback on a shared machine: durations are this machine's, not Lambda's; compare them, do not forecast with them.${priced.some(({ k }) => k.durationIncludesSizing === true) ? ' ⚠ This run had a single round: its durations include the aside reads.' : ''}`,
+    '',
+    '| case | consumer | WRU / job | RRU / job | units by command (per job) | SQS requests / job (function + mapping) | invocations / job | billed ms / job | GB-s / job | DynamoDB | SQS | Lambda | **total / million jobs** |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...priced.map(
+      ({ f, k }) =>
+        `| ${CASE_LABEL[f.case]} | ${f.system === 'tenang' ? '**tenang**' : 'Powertools baseline'} | ${mean(k.writeUnitsPerJob)} | ${mean(k.readUnitsPerJob)} | ${units(k)} | ${mean(k.functionSqsRequestsPerJob + k.mappingSqsRequestsPerJob)} (${mean(k.functionSqsRequestsPerJob)} + ${mean(k.mappingSqsRequestsPerJob)}) | ${mean(k.invocationsPerJob)} | ${k.billedMsPerJob.toFixed(1)} | ${k.gbSecondsPerJob.toFixed(4)} | ${usd(k.costPerMillionJobs.dynamoDb)} | ${usd(k.costPerMillionJobs.sqs)} | ${usd(k.costPerMillionJobs.lambda)} | **${usd(k.costPerMillionJobs.total)}** |`,
+    ),
+    '',
+    `Cost per million jobs: ${(['success', 'duplicate', 'failed-then-retried'] as const).map(totals).filter(Boolean).join('; ')}.`,
+    '',
+    ...captureTarget(priced),
+    `**Prices** (${p.region}, ${p.currency}, on-demand, read ${p.asOf}; first tiers, free tiers left out):`,
+    '',
+    `- DynamoDB, Standard table class (after the November 2024 cut of on-demand throughput prices): ${price(p.dynamoDb.perMillionWriteRequestUnits)} per million write request units, ${price(p.dynamoDb.perMillionReadRequestUnits)} per million read request units — ${p.source.dynamoDb}`,
+    `- SQS: ${price(p.sqs.perMillionStandardRequests)} per million standard-queue requests, ${price(p.sqs.perMillionFifoRequests)} per million FIFO requests — ${p.source.sqs}`,
+    `- Lambda: ${price(p.lambda.perMillionRequests)} per million requests; ${price(p.lambda.perGbSecond.x86_64)} per GB-second on x86_64, ${price(p.lambda.perGbSecond.arm64)} on arm64 — ${p.source.lambda}`,
     '',
   ];
 }
@@ -264,23 +338,41 @@ function report(r: Results): string {
       '',
       `Redis round trips per cache hit: **${r.cache.roundTripsPerHit.toFixed(2)}** over ${r.cache.hitReads} sequential warm reads (target 1).`,
       '',
-      'Loader calls (reads reaching DynamoDB) when one hot key expires under 500 concurrent readers spread over 10 processes of 5 simulated instances each (50 instances, each with its own Redis connection and in-process single-flight); the load takes 200 ms. Target for ours: 1.',
+      `Loader calls (reads reaching DynamoDB) and Redis commands when one hot key expires under ${stampedeShape(r.cache.stampede[0])}, every process released at the same instant; the load takes 200 ms. Targets for ours: 1 loader call, at most ${STAMPEDE_COMMANDS_PER_READER_TARGET} Redis commands per reader. Waiters do not poll at a fixed interval: they look again after a pause that doubles, with jitter (lib/core/cache-policy.ts, \`waitBeforeLookMs\`).`,
       '',
-      '| protection | readers | loader calls | Redis commands | p99 ms |',
-      '|---|---|---|---|---|',
+      '| protection | readers | loader calls | Redis commands | commands / reader | p99 ms |',
+      '|---|---|---|---|---|---|',
       ...r.cache.stampede.map(
         (s) =>
-          `| ${s.protection === 'none' ? 'naive cache-aside' : s.protection === 'full' ? '**ours** (single-flight + Redis load lock)' : 'single-flight only'} | ${s.readers} | ${s.loaderCalls} | ${s.redisCommands} | ${s.p99Ms.toFixed(0)} |`,
+          `| ${s.protection === 'none' ? 'naive cache-aside' : s.protection === 'full' ? '**ours** (single-flight + Redis load lock)' : 'single-flight only'} | ${s.readers} | ${s.loaderCalls} | ${s.redisCommands} | ${(s.redisCommands / s.readers).toFixed(2)} | ${s.p99Ms.toFixed(0)} |`,
       ),
       '',
     );
+    const ours = r.cache.stampede.find((s) => s.protection === 'full');
+    if (ours !== undefined) {
+      const met =
+        ours.loaderCalls === 1 && ours.redisCommands / ours.readers <= STAMPEDE_COMMANDS_PER_READER_TARGET;
+      lines.push(
+        `Ours: ${ours.loaderCalls} loader call(s), ${(ours.redisCommands / ours.readers).toFixed(2)} Redis commands per reader: the target is **${met ? 'met' : 'not met'}**.`,
+        '',
+      );
+    }
   }
   if (r.backoff !== undefined) lines.push(...backoffSection(r.backoff));
   if (r.backlog !== undefined) lines.push(...backlogSection(r.backlog));
   return lines.join('\n');
 }
 
-const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog'];
+/** Issue 16's target for one hot-key expiry under ours: Redis commands per reader. */
+const STAMPEDE_COMMANDS_PER_READER_TARGET = 2;
+
+/** "500 concurrent readers spread over 10 processes of 5 simulated instances each (…)". */
+function stampedeShape(s: StampedeFigure | undefined): string {
+  if (s === undefined) return 'concurrent readers';
+  return `${s.readers} concurrent readers spread over ${s.processes} processes of ${s.instancesPerProcess} simulated instances each (${s.processes * s.instancesPerProcess} instances, each with its own Redis connection and in-process single-flight)`;
+}
+
+export const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog'];
 
 function readPrevious(file: string, log: (line: string) => void): Partial<Results> {
   if (!fs.existsSync(file)) return {};
@@ -299,6 +391,76 @@ function requireEnv(name: string): string {
   return value;
 }
 
+/** What one bench run measures and where it writes. */
+export interface BenchOptions {
+  /** Sections to measure; the others keep their figures from `out`'s results.json. */
+  readonly only: ReadonlySet<string>;
+  /** Where results.json and REPORT.md go. */
+  readonly out: string;
+  /** Fresh-process loads per handler and baseline (bundles); 1 in a smoke. */
+  readonly runs: number;
+  /** Jobs per case and consumer (calls); 1 in a smoke. */
+  readonly jobs: number;
+  /**
+   * Every section at a tiny size, for `npm test` (test/integration/bench-smoke.test.ts): it shows
+   * that each section still produces its figures and the report renders, not what they are.
+   */
+  readonly smoke?: boolean;
+  readonly log: (line: string) => void;
+}
+
+/** The smoke's sizes: each section's smallest run that still exercises all of its code. */
+const SMOKE = {
+  cache: { processes: 2, instancesPerProcess: 2, readersPerProcess: 4, warmReads: 2, startDelayMs: 3_000 },
+  backoff: { clients: 4, runs: 1, seeds: 2 },
+  backlog: { backlog: 6, expired: 2, critical: 2 },
+} as const;
+
+/** Measures `opts.only`, writes results.json and REPORT.md into `opts.out`; returns what it wrote. */
+export async function runBench(opts: BenchOptions): Promise<Results> {
+  const { only, log } = opts;
+  const unknown = [...only].filter((s) => !SECTIONS.includes(s));
+  if (unknown.length > 0)
+    throw new Error(`unknown section(s) ${unknown.join(', ')}: choose from ${SECTIONS.join(', ')}`);
+  // Sections not measured in this run keep their figures from the previous results.json, so a
+  // partial run (--only) updates its sections without dropping the others.
+  const previous = readPrevious(path.join(opts.out, 'results.json'), log);
+  const smoke = opts.smoke === true;
+  const results: Results = {
+    generatedAt: new Date().toISOString(),
+    machine: { node: process.version, cpus: os.cpus().length, platform: process.platform },
+    calls: only.has('calls')
+      ? await measureCalls({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), jobs: smoke ? 1 : opts.jobs, log })
+      : previous.calls,
+    bundles: only.has('bundles')
+      ? await measureBundles({ runs: smoke ? 1 : opts.runs, log })
+      : previous.bundles,
+    cache: only.has('cache')
+      ? await measureCache({
+          redisUrl: requireEnv('REDIS_URL'),
+          log,
+          ...(smoke ? { sizes: SMOKE.cache } : {}),
+        })
+      : previous.cache,
+    backoff: only.has('backoff')
+      ? await measureBackoff({
+          awsEndpoint: requireEnv('AWS_ENDPOINT_URL'),
+          log,
+          ...(smoke ? { sizes: SMOKE.backoff } : {}),
+        })
+      : previous.backoff,
+    backlog: only.has('backlog')
+      ? await measureBacklog({ log, ...(smoke ? { sizes: SMOKE.backlog } : {}) })
+      : previous.backlog,
+    measuredNow: [...only],
+  };
+  fs.mkdirSync(opts.out, { recursive: true });
+  fs.writeFileSync(path.join(opts.out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  fs.writeFileSync(path.join(opts.out, 'REPORT.md'), `${report(results)}\n`);
+  log(`wrote ${path.join(opts.out, 'results.json')} and REPORT.md`);
+  return results;
+}
+
 async function main(): Promise<void> {
   const program = new Command('bench')
     .description(
@@ -306,47 +468,31 @@ async function main(): Promise<void> {
     )
     .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
     .option('--jobs <n>', 'jobs per case and consumer in the calls section', '20')
+    .option('--only <sections>', `comma-separated: ${SECTIONS.join(',')}`, SECTIONS.join(','))
+    .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname))
     .option(
-      '--only <sections>',
-      'comma-separated: calls,bundles,cache,backoff,backlog',
-      'calls,bundles,cache,backoff,backlog',
-    )
-    .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname));
+      '--smoke',
+      "every section at a tiny size, as npm test runs it: checks that the sections work, not what they measure (use with --out, or it overwrites the report's figures)",
+    );
   program.parse();
-  const opts = program.opts<{ runs: string; jobs: string; only: string; out: string }>();
+  const opts = program.opts<{ runs: string; jobs: string; only: string; out: string; smoke?: boolean }>();
   const only = new Set(opts.only.split(','));
-  const log = (line: string): void => {
-    process.stderr.write(`[bench] ${line}\n`);
-  };
   const unknown = [...only].filter((s) => !SECTIONS.includes(s));
   if (unknown.length > 0)
     program.error(`unknown section(s) ${unknown.join(', ')}: choose from ${SECTIONS.join(', ')}`);
-  // Sections not measured in this run keep their figures from the previous results.json, so a
-  // partial run (--only) updates its sections without dropping the others.
-  const previous = readPrevious(path.join(opts.out, 'results.json'), log);
-  const results: Results = {
-    generatedAt: new Date().toISOString(),
-    machine: { node: process.version, cpus: os.cpus().length, platform: process.platform },
-    calls: only.has('calls')
-      ? await measureCalls({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), jobs: Number(opts.jobs), log })
-      : previous.calls,
-    bundles: only.has('bundles') ? await measureBundles({ runs: Number(opts.runs), log }) : previous.bundles,
-    cache: only.has('cache')
-      ? await measureCache({ redisUrl: requireEnv('REDIS_URL'), log })
-      : previous.cache,
-    backoff: only.has('backoff')
-      ? await measureBackoff({ awsEndpoint: requireEnv('AWS_ENDPOINT_URL'), log })
-      : previous.backoff,
-    backlog: only.has('backlog') ? await measureBacklog({ log }) : previous.backlog,
-    measuredNow: [...only],
-  };
-  fs.mkdirSync(opts.out, { recursive: true });
-  fs.writeFileSync(path.join(opts.out, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  fs.writeFileSync(path.join(opts.out, 'REPORT.md'), `${report(results)}\n`);
-  log(`wrote ${path.join(opts.out, 'results.json')} and REPORT.md`);
+  await runBench({
+    only,
+    out: opts.out,
+    runs: Number(opts.runs),
+    jobs: Number(opts.jobs),
+    smoke: opts.smoke === true,
+    log: (line) => void process.stderr.write(`[bench] ${line}\n`),
+  });
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}

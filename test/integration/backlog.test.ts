@@ -5,6 +5,7 @@
  * drains. Asserted here are outcomes and orderings, never durations: how long things took is
  * measured by `npm run bench -- --only backlog` (bench/REPORT.md).
  */
+import { backlogResults, backlogSection } from '../../bench/backlog';
 import { runCaptured } from '../../bin/tenang';
 import {
   runBacklogExperiment,
@@ -71,5 +72,18 @@ describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
       counted: SIZES.expired,
       deliveredAnyway: 0,
     });
+  });
+
+  it("when the bench's backlog section is rendered from this run (its smoke in npm test), every figure is a number and the ratio is the medians'", () => {
+    // Act
+    const figures = backlogResults(result);
+    const section = backlogSection(figures).join('\n');
+
+    // Assess: what the bench adds to the experiment's result, and a report without holes.
+    expect(figures).not.toHaveProperty('steps');
+    expect(Number.isFinite(figures.criticalLatencyRatio)).toBe(true);
+    expect(figures.criticalLatencyRatio).toBeGreaterThan(0);
+    expect(section).toContain('## Backlog: pause, build a backlog, resume');
+    expect(section).not.toMatch(/NaN|undefined|Infinity/);
   });
 });

@@ -1,0 +1,90 @@
+/**
+ * The bench's smoke (issue 16: a benchmark no test runs rots unseen): every section of
+ * `npm run bench` at a tiny size against this run's moto and Redis, writing its results.json and
+ * REPORT.md into a scratch directory. It checks that each section still produces its figures and
+ * that the report renders them; never what they are (timings are the bench's, not a test's).
+ * The backlog section, which needs a platform of its own, is rendered from the backlog test's
+ * run (test/integration/backlog.test.ts) instead of starting another.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runBench, type Results } from '../../bench/run';
+
+jest.setTimeout(10 * 60_000);
+
+describe('npm run bench, every section at smoke size', () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-bench-smoke-'));
+  const lines: string[] = [];
+  let results: Results;
+  let report: string;
+
+  beforeAll(async () => {
+    results = await runBench({
+      only: new Set(['calls', 'bundles', 'cache', 'backoff']),
+      out,
+      runs: 1,
+      jobs: 1,
+      smoke: true,
+      log: (line) => lines.push(line),
+    });
+    report = fs.readFileSync(path.join(out, 'REPORT.md'), 'utf8');
+  }, 10 * 60_000);
+
+  afterAll(() => {
+    fs.rmSync(out, { recursive: true, force: true });
+  });
+
+  it('when the run ends, results.json holds what runBench returned and names the sections measured', () => {
+    // Assess
+    expect(JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'))).toEqual(
+      JSON.parse(JSON.stringify(results)),
+    );
+    expect(results.measuredNow).toEqual(['calls', 'bundles', 'cache', 'backoff']);
+  });
+
+  it('when the calls section runs, each consumer has figures for every case', () => {
+    // Assess
+    const figures = results.calls?.figures ?? [];
+    for (const system of ['tenang', 'powertools-baseline'])
+      for (const c of ['success', 'duplicate', 'failed-then-retried'])
+        expect(figures.filter((f) => f.system === system && f.case === c)).toHaveLength(1);
+    expect(figures.every((f) => f.jobs === 1 && f.dynamoDb.perJob > 0)).toBe(true);
+  });
+
+  it('when the bundles section runs, every handler has a size and a load ratio', () => {
+    // Assess
+    const bundles = results.bundles ?? [];
+    expect(bundles.length).toBeGreaterThan(0);
+    for (const b of bundles) expect(JSON.stringify(b)).not.toMatch(/null|NaN/);
+  });
+
+  it('when the cache section runs, each protection has figures and warm reads hit', () => {
+    // Assess
+    expect(results.cache?.stampede.map((s) => s.protection)).toEqual(['none', 'single-flight', 'full']);
+    expect(results.cache?.hitReads).toBeGreaterThan(0);
+    expect(Number.isFinite(results.cache?.roundTripsPerHit)).toBe(true);
+  });
+
+  it('when the backoff section runs, the simulation, the emulator and its model have figures for both protocols', () => {
+    // Assess
+    const backoff = results.backoff;
+    expect(backoff).toBeDefined();
+    expect(Object.keys(backoff as object)).toEqual(
+      expect.arrayContaining(['simulation', 'emulator', 'emulatorModel']),
+    );
+    expect(JSON.stringify(backoff)).not.toMatch(/null|NaN/);
+  });
+
+  it('when REPORT.md is written, it has a section for each part measured and no hole in its figures', () => {
+    // Assess
+    for (const heading of [
+      '## DynamoDB and SQS calls per job',
+      '## Handler bundles',
+      '## Cache',
+      '## Backoff',
+    ])
+      expect(report).toContain(heading);
+    expect(report).not.toMatch(/\bNaN\b|\bundefined\b/);
+  });
+});
