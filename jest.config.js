@@ -1,4 +1,15 @@
-/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis), drills (runbooks on a local platform), scenario, chaos. */
+/** Jest projects: unit (fakes only), infra (CDK assertions + cfn-lint), integration (moto + Redis), platform (integration suites on a local platform), drills (runbooks on a local platform), scenario, chaos. */
+/** test/integration suites that start a local platform of their own. */
+const PLATFORM_SUITES = [
+  'add-job-type',
+  'audit-live',
+  'backlog',
+  'cli-stream-replay',
+  'cli',
+  'iam-mutation',
+  'local-platform',
+  'local-up',
+].map((name) => `test/integration/${name}.test.ts`);
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
   testEnvironment: 'node',
@@ -20,6 +31,16 @@ module.exports = {
       ...base,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      testPathIgnorePatterns: PLATFORM_SUITES,
+      globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+      globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+    },
+    {
+      // Integration suites that bring up a whole local platform each (~1–2 min): npm test runs
+      // them in its platform lane, one at a time (scripts/test-lanes.ts).
+      ...base,
+      displayName: 'platform',
+      testMatch: PLATFORM_SUITES.map((f) => `<rootDir>/${f}`),
       globalSetup: '<rootDir>/test/helpers/global-setup.ts',
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
