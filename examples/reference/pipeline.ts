@@ -51,12 +51,12 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         criticality: 'critical',
         latencyObjectiveSeconds: 120,
         owner: 'payments-team',
-        // The capture: the order read and guarded (GetItem, ConditionCheckItem) and moved to PAID
-        // (UpdateItem); the idempotency record claimed, completed and given back (Powertools' layer).
+        // The capture keeps its idempotency record on the order it guards: claimed with the guard,
+        // completed with the PAID transition and given back, each one UpdateItem of the order; the
+        // order read (GetItem) only to explain a claim that found no order.
         resources: {
           tables: {
-            orders: ['GetItem', 'UpdateItem', 'ConditionCheckItem'],
-            idempotency: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
+            orders: ['GetItem', 'UpdateItem'],
           },
           providers: ['payment'],
         },

@@ -121,8 +121,9 @@ export interface CustomJobIdempotency<P, S> {
   /** Builds the persistence layer once per process. */
   readonly persistence: (ctx: JobSetupContext, state: S) => BasePersistenceLayer;
   /**
-   * A condition on another item, checked in the claim's transaction: nothing runs unless it held
-   * (needs a TransactionalDynamoDBPersistenceLayer). @default - none
+   * A condition on another item, checked in the claim (one transaction with the record, or one
+   * UpdateItem of that item when the layer keeps the record on it, `guardedItemRecordAttr`):
+   * nothing runs unless it held (needs a TransactionalDynamoDBPersistenceLayer). @default - none
    */
   readonly claimPrecondition?: (
     job: JobEnvelope<string> & { readonly payload: P },

@@ -48,8 +48,9 @@ export const paymentCapture = defineJob({
       timeoutMs: Math.min(10_000, ctx.providerTimeoutMs),
     }),
     persistence: new TransactionalDynamoDBPersistenceLayer({
-      // Only for a job without a claim precondition, which this one never is.
-      tableName: ctx.table('idempotency'),
+      // Never written: every capture stages its guard, so its record goes on the order (a record
+      // without one would be refused there: the orders table's key is not Powertools' `id`).
+      tableName: ctx.table('orders'),
       awsSdkV3Client: ctx.dynamodb,
       warnings: ctx.logger,
       // The record on the order the claim guards: no transaction, one write unit per write.

@@ -148,7 +148,6 @@ describe('Function: jobDepsFromEnv', () => {
       ...ENV,
       ORDERS_TABLE: undefined,
       DLQ_URL: 'not a url',
-      IDEMPOTENCY_TABLE: undefined,
       PAYMENT_PROVIDER_URL: 'nowhere',
     };
 
@@ -160,7 +159,6 @@ describe('Function: jobDepsFromEnv', () => {
     expect(error.problems.map((p) => p.split(':')[0])).toEqual([
       'DLQ_URL',
       'ORDERS_TABLE',
-      'IDEMPOTENCY_TABLE',
       'PAYMENT_PROVIDER_URL',
     ]);
   });
