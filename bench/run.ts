@@ -321,7 +321,7 @@ function report(r: Results): string {
     lines.push(
       '## Handler bundles and module load time',
       '',
-      `Each handler bundled as NodejsFunction bundles it (esbuild, minified, ESM, node22), loaded in a fresh Node process; the baseline is a bare handler that only constructs the same AWS SDK clients (and the Redis client where the handler has one). The **libraries floor** is the bare handler plus the mandated libraries the handler uses (Powertools packages, zod/mini), each constructed as the handler constructs it, with no code of ours. Target (issue 16): load time ≤ ${LOAD_OVER_FLOOR_TARGET} × the handler's floor (our code adds at most 5 % to what the libraries cost), judged per handler in the column **over floor**. The second target, ≤ 0.6 × a by-the-book peer (the same handler written as the Powertools documentation shows), is **not measured yet**: there are no peer handlers in the bench.`,
+      `Each handler bundled as NodejsFunction bundles it (esbuild, minified, ESM, node22), loaded in a fresh Node process; the baseline is a bare handler that only constructs the same AWS SDK clients (and the Redis client where the handler has one). The **libraries floor** is the bare handler plus the mandated libraries the handler uses (Powertools packages, zod/mini), each constructed as the handler constructs it, with no code of ours. Target (issue 16): load time ≤ ${LOAD_OVER_FLOOR_TARGET} × the handler's floor (our code adds at most 5 % to what the libraries cost), shown per handler in the column **over floor** but **not judged**: since the job kit, job handlers build their clients on their first invocation (jobHandler, lib/adapters/define-job.ts) while the bare handler and the floor build theirs at load, so a module load alone no longer compares like for like (ratios below 1 say that, not that our code is free). Judging it needs load plus first invocation for all three; not done yet. The second target, ≤ 0.6 × a by-the-book peer (the same handler written as the Powertools documentation shows), is **not measured yet**: there are no peer handlers in the bench.`,
       '',
       '| handler | bundle | bare bundle | load ms | bare load ms | ratio | libraries floor ms | floor ratio | over floor | libraries | SDK clients | largest packages |',
       '|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -366,10 +366,13 @@ function report(r: Results): string {
 /** Issue 16's cold-start target: a handler's load time over its libraries floor's. */
 const LOAD_OVER_FLOOR_TARGET = 1.05;
 
-/** "1.03 met" / "1.25 **not met**": load ÷ floor load, judged against LOAD_OVER_FLOOR_TARGET. */
+/**
+ * Load ÷ floor load, not judged: since the job kit, a job handler (jobHandler,
+ * lib/adapters/define-job.ts) builds its clients on its first invocation, while the bare handler
+ * and the floor build theirs at load, so a module load alone is not like for like.
+ */
 function overFloor(b: BundleResult): string {
-  const ratio = b.loadMsMedian / b.floorLoadMsMedian;
-  return `${ratio.toFixed(2)} ${ratio <= LOAD_OVER_FLOOR_TARGET ? 'met' : '**not met**'}`;
+  return `${(b.loadMsMedian / b.floorLoadMsMedian).toFixed(2)} (not judged)`;
 }
 
 /** Issue 16's target for one hot-key expiry under ours: Redis commands per reader. */
