@@ -245,7 +245,15 @@ export class FunctionHost {
       }, timeoutMs);
       child.on('message', onMessage);
       child.once('exit', onExit);
-      child.send({ type: 'invoke', requestId, event, timeoutMs });
+      // The process may have died since it was last idle (killed from outside: its exit event is
+      // not handled yet): the send then fails, and the invocation ends as a crash, not a throw.
+      if (!child.connected) {
+        onExit(child.exitCode, child.signalCode);
+        return;
+      }
+      child.send({ type: 'invoke', requestId, event, timeoutMs }, (error) => {
+        if (error !== null) onExit(child.exitCode, child.signalCode ?? null);
+      });
     });
   }
 

@@ -71,6 +71,9 @@ function emptyCharts(r: Render): string[] {
   return r.charts.filter((c) => c.drawn === 0 || c.width === 0 || c.height === 0).map((c) => c.id);
 }
 
+// Chromium starts and renders in a second or two alone; npm test runs this suite beside a whole
+// local platform (scripts/test-lanes.ts), where the 5 s default was exceeded (CI, 2026-12-02).
+jest.setTimeout(60_000);
 describe('Report rendering in headless Chromium', () => {
   let browser: Browser | undefined;
   let dir: string;

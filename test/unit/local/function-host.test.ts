@@ -11,6 +11,7 @@ export const handler = async (event, context) => {
     case 'throw': throw new TypeError('boom');
     case 'hang': return new Promise(() => undefined);
     case 'exit': process.exit(3);
+    case 'cut-ipc': setTimeout(() => { setInterval(() => undefined, 1000); process.disconnect(); }, 20); return 'cut';
     default: return null;
   }
 };`;
@@ -75,6 +76,21 @@ describe('Class: FunctionHost', () => {
     expect((second as { result: { pid: number } }).result.pid).toBe(
       (first as { result: { pid: number } }).result.pid,
     );
+  });
+
+  it('when a warm instance can no longer be reached (its channel closed, no exit seen yet), the next invocation reports a crash instead of throwing', async () => {
+    // Prepare: an idle instance alive but unreachable, as a killed one is until its exit is handled.
+    await host.invoke({ action: 'cut-ipc' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    // Act
+    const second = await host.invoke({ action: 'echo' });
+    const third = await host.invoke({ action: 'echo' });
+
+    // Assess: the unreachable instance's invocation is a crash; the next one starts a new instance.
+    expect(second.status).toBe('crash');
+    expect(third.status).toBe('ok');
+    expect(third.coldStart).toBe(true);
   });
 
   it('when the handler throws, it reports the error type and message', async () => {
