@@ -159,7 +159,16 @@ describe('Local platform: a scenario during which a consumer process is killed f
     const violated = report()
       .invariants.filter((i) => !i.holds)
       .map((i) => `${i.name}: ${i.violations.join('; ')}`);
-    expect(violated).toEqual([]);
+    if (violated.length > 0) {
+      // Intermittent in CI (a redelivered capture left PENDING, its batch never cleared): what the
+      // payment consumer, its event source and the platform printed is the only evidence CI keeps.
+      const evidence = lines
+        .filter((l) => /payment|redeliver|waited|drain|crash|\[platform\]/i.test(l))
+        .slice(-80);
+      throw new Error(
+        `${violated.join('\n')}\n--- last lines of the payment consumer and platform ---\n${evidence.join('\n')}`,
+      );
+    }
     expect(report().ok).toBe(true);
   });
 
