@@ -501,9 +501,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       );
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current =
-        error.Item === undefined ? undefined : (unmarshall(error.Item) as Record<string, unknown>);
-      const found = asRecordMap(current?.[attr]);
+      const { current, found } = onItem(error, attr);
       // This claim's own record: an earlier attempt of this very request was applied, its answer
       // was lost and the SDK resent it. The job is claimed, with the guard held.
       if (found?.[CLAIM_ATTR] === claim) {
@@ -557,18 +555,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
     const staged = job.write;
     this.forgetWrite(record.idempotencyKey, job);
     const update = staged?.item.Update;
-    const write =
-      update === undefined
-        ? undefined
-        : renamePlaceholders(
-            {
-              ConditionExpression: update.ConditionExpression,
-              UpdateExpression: update.UpdateExpression,
-              ExpressionAttributeNames: update.ExpressionAttributeNames,
-              ExpressionAttributeValues: update.ExpressionAttributeValues,
-            },
-            'w',
-          );
+    const write = update === undefined ? undefined : renamePlaceholders(update, 'w');
     const stored: Record<string, unknown> = {
       [this.attr.key]: record.idempotencyKey,
       [this.attr.expiry]: record.expiryTimestamp,
@@ -599,9 +586,7 @@ export class TransactionalDynamoDBPersistenceLayer extends DynamoDBPersistenceLa
       );
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const current =
-        error.Item === undefined ? undefined : (unmarshall(error.Item) as Record<string, unknown>);
-      const found = asRecordMap(current?.[attr]);
+      const { found } = onItem(error, attr);
       const mine = item.claim !== undefined && found?.[CLAIM_ATTR] === item.claim;
       // Only this claim's completion writes its token with COMPLETED: the write and the
       // completion are both in, from an earlier attempt whose answer was lost.
@@ -873,6 +858,15 @@ function withSet(update: string | undefined, assignment: string): string {
   const next = clauses.find((c) => c.index > set.index);
   const end = next === undefined ? update.length : next.index;
   return `${update.slice(0, end).trimEnd()}, ${assignment}${next === undefined ? '' : ` ${update.slice(end)}`}`;
+}
+
+/** The item a failed conditional write returned (ALL_OLD), and the record map `attr` on it. */
+function onItem(
+  error: ConditionalCheckFailedException,
+  attr: string,
+): { current: Record<string, unknown> | undefined; found: Record<string, unknown> | undefined } {
+  const current = error.Item === undefined ? undefined : (unmarshall(error.Item) as Record<string, unknown>);
+  return { current, found: asRecordMap(current?.[attr]) };
 }
 
 /** `value` when it is a stored record (a map), else undefined. */
