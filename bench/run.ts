@@ -23,7 +23,12 @@ import {
   type PerProtocol,
 } from './backoff-emulator';
 import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
-import { measureBundles, type BundleResult } from './bundles';
+import {
+  measureBundles,
+  READY_OVER_FLOOR_TARGET,
+  READY_OVER_PEER_TARGET,
+  type BundleResult,
+} from './bundles';
 import { measureCache, type CacheResults, type StampedeFigure } from './cache';
 import { commandList, measureCalls, type CallsFigure, type CallsResults, type CapacityFigure } from './calls';
 import { encodePipeline } from '../lib/config';
@@ -317,21 +322,7 @@ function report(r: Results): string {
     '',
   ];
   if (r.calls !== undefined) lines.push(...callsSection(r.calls));
-  if (r.bundles !== undefined) {
-    lines.push(
-      '## Handler bundles and module load time',
-      '',
-      `Each handler bundled as NodejsFunction bundles it (esbuild, minified, ESM, node22), loaded in a fresh Node process; the baseline is a bare handler that only constructs the same AWS SDK clients (and the Redis client where the handler has one). The **libraries floor** is the bare handler plus the mandated libraries the handler uses (Powertools packages, zod/mini), each constructed as the handler constructs it, with no code of ours. Target (issue 16): load time ≤ ${LOAD_OVER_FLOOR_TARGET} × the handler's floor (our code adds at most 5 % to what the libraries cost), shown per handler in the column **over floor** but **not judged**: since the job kit, job handlers build their clients on their first invocation (jobHandler, lib/adapters/define-job.ts) while the bare handler and the floor build theirs at load, so a module load alone no longer compares like for like (ratios below 1 say that, not that our code is free). Judging it needs load plus first invocation for all three; not done yet. The second target, ≤ 0.6 × a by-the-book peer (the same handler written as the Powertools documentation shows), is **not measured yet**: there are no peer handlers in the bench.`,
-      '',
-      '| handler | bundle | bare bundle | load ms | bare load ms | ratio | libraries floor ms | floor ratio | over floor | libraries | SDK clients | largest packages |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|',
-      ...r.bundles.map(
-        (b) =>
-          `| ${b.handler} | ${kib(b.bytes)} | ${kib(b.baselineBytes)} | ${b.loadMsMedian.toFixed(1)} | ${b.baselineLoadMsMedian.toFixed(1)} | ${b.loadRatio.toFixed(2)} | ${b.floorLoadMsMedian.toFixed(1)} | ${b.floorRatio.toFixed(2)} | ${overFloor(b)} | ${b.floorLibraries.join(', ')} | ${b.sdkClients.join(', ')} | ${b.topPackages.map((p) => `${p.name} ${kib(p.bytes)}`).join(', ')} |`,
-      ),
-      '',
-    );
-  }
+  if (r.bundles !== undefined) lines.push(...bundlesSection(r.bundles));
   if (r.cache !== undefined) {
     lines.push(
       '## Cache',
@@ -363,17 +354,49 @@ function report(r: Results): string {
   return lines.join('\n');
 }
 
-/** Issue 16's cold-start target: a handler's load time over its libraries floor's. */
-const LOAD_OVER_FLOOR_TARGET = 1.05;
+/** "0.43 (met)" / "1.24 (**not met**)" against a ceiling. */
+function judged(ratio: number, ceiling: number): string {
+  return `${ratio.toFixed(2)} (${ratio <= ceiling ? 'met' : '**not met**'})`;
+}
+
+/** The report's bundles section: sizes, and cold starts against the floor and the peer. */
+function bundlesSection(bundles: readonly BundleResult[]): string[] {
+  const peers = bundles.filter((b) => b.peer !== undefined);
+  const overFloor = bundles.map((b) => b.readyOverFloor);
+  const overPeer = peers.map((b) => b.peer?.readyOverPeer ?? Number.NaN);
+  const range = (xs: readonly number[]): string =>
+    `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
+  const met = (xs: readonly number[], ceiling: number): number => xs.filter((x) => x <= ceiling).length;
+  return [
+    '## Handler bundles and cold start',
+    '',
+    `Each handler bundled as TenangFunction has NodejsFunction bundle it (esbuild, minified, ESM, node22, the SDK inside), and timed in a fresh Node process: its **cold start** is the module load plus the first invocation, up to the invocation's first network request (http/https.request, tls.connect or a socket connect) or its return — the code a cold start runs before it waits on anything; the network then takes the same for any handler making the same calls, and the bench has no AWS to call. The first invocation is an empty batch for queue and stream consumers, the main route for the HTTP functions, a scheduled run for the flag reconciler. Beside it, in the same run and interleaved: the **bare** handler (constructs only the same SDK clients, and the Redis client where the handler has one), the **libraries floor** (the bare handler plus the Powertools packages and zod the bundle holds code of, each constructed as the handler does) and the **by-the-book peer**: the same handler written as the Powertools documentation shows it (Logger.addContext, Metrics.publishStoredMetrics, processPartialResponse over a BatchProcessor, makeIdempotent over a DynamoDBPersistenceLayer with registerLambdaContext, getParameter from parameters/ssm, a zod schema for its input; bench/bundles.ts PEERS) bundled with NodejsFunction's defaults (CommonJS, not minified, \`@aws-sdk/*\` left to the runtime's copy, loaded through NODE_PATH as Lambda does). Medians of interleaved runs.`,
+    '',
+    `**Targets (issue 16)**: cold start ≤ ${READY_OVER_FLOOR_TARGET} × the floor (our code adds at most 5 % to what the libraries cost): **met by ${met(overFloor, READY_OVER_FLOOR_TARGET)} of ${bundles.length}** handlers (${range(overFloor)}). Cold start ≤ ${READY_OVER_PEER_TARGET} × the peer: **met by ${met(overPeer, READY_OVER_PEER_TARGET)} of ${peers.length}** (${range(overPeer)}).`,
+    '',
+    '| handler | first invocation | cold start ms | bare | floor | peer | ÷ floor | ÷ peer | load ms | floor load ms | bundle | peer bundle | libraries | SDK clients | largest packages |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...bundles.map(
+      (b) =>
+        `| ${b.handler} | ${b.firstInvocation} | ${b.ready.handler.toFixed(1)} | ${b.ready.bare.toFixed(1)} | ${b.ready.floor.toFixed(1)} | ${b.peer === undefined ? '—' : b.peer.readyMs.toFixed(1)} | ${judged(b.readyOverFloor, READY_OVER_FLOOR_TARGET)} | ${b.peer === undefined ? 'no peer' : judged(b.peer.readyOverPeer, READY_OVER_PEER_TARGET)} | ${b.loadMsMedian.toFixed(1)} | ${b.floorLoadMsMedian.toFixed(1)} | ${kib(b.bytes)} | ${b.peer === undefined ? '—' : kib(b.peer.bytes)} | ${b.floorLibraries.join(', ')} | ${b.sdkClients.join(', ')} | ${b.topPackages.map((p) => `${p.name} ${kib(p.bytes)}`).join(', ')} |`,
+    ),
+    '',
+    ...COLD_START_FINDINGS,
+    '',
+  ];
+}
 
 /**
- * Load ÷ floor load, not judged: since the job kit, a job handler (jobHandler,
- * lib/adapters/define-job.ts) builds its clients on its first invocation, while the bare handler
- * and the floor build theirs at load, so a module load alone is not like for like.
+ * Where the cold start over the floor goes, from CPU profiles of the unminified bundles (node
+ * --cpu-prof, 0.1 ms sampling, 2026-12-02): written down here, not measured by each run.
  */
-function overFloor(b: BundleResult): string {
-  return `${(b.loadMsMedian / b.floorLoadMsMedian).toFixed(2)} (not judged)`;
-}
+const COLD_START_FINDINGS = [
+  '**Where the time over the floor goes** (CPU profiles of unminified bundles, 0.1 ms sampling, one run each, 2026-12-02; not re-measured by the bench):',
+  '- Every handler decodes and re-validates the whole pipeline declaration compiled into it (decodePipeline → loadPipelineConfig, zod): about 3–3.5 ms of each cold start, though the synth already validated the same declaration.',
+  '- cache-invalidator (the issue asked what it adds over its floor): its cold start is its module load (an empty batch adds under 1 ms). Of the gap to the floor the profile attributes the pipeline decode above (3.5 ms) and `observability` (Logger + Metrics with our defaults, 1.5 ms); ioredis (12.7 ms of module evaluation) is in the floor as well. The rest of the gap is not attributed.',
+  '- Job handlers (payment-capture, notification-send, inventory-reserve): module load equals the floor (the runner builds nothing at load); the first invocation adds about 11 ms: jobDepsFromEnv building the SDK clients (the floor builds them at load, so that part is shared), the pipeline decode, the function-environment check (zod), and Metrics warning that an empty batch published no metric.',
+  '- ingress: depsFromEnv on the first request (10.5 ms: clients, pipeline decode) and the order validation before the first DynamoDB call.',
+];
 
 /** Issue 16's target for one hot-key expiry under ours: Redis commands per reader. */
 const STAMPEDE_COMMANDS_PER_READER_TARGET = 2;
@@ -409,7 +432,7 @@ export interface BenchOptions {
   readonly only: ReadonlySet<string>;
   /** Where results.json and REPORT.md go. */
   readonly out: string;
-  /** Fresh-process loads per handler and baseline (bundles); 1 in a smoke. */
+  /** Fresh-process cold starts per handler and per comparison (bundles); 1 in a smoke. */
   readonly runs: number;
   /** Jobs per case and consumer (calls); 1 in a smoke. */
   readonly jobs: number;
@@ -478,7 +501,11 @@ async function main(): Promise<void> {
     .description(
       'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention, a backlog behind a paused consumer.',
     )
-    .option('--runs <n>', 'fresh-process loads per handler and baseline', '15')
+    .option(
+      '--runs <n>',
+      'fresh-process cold starts per handler and per comparison (bare, floor, peer)',
+      '15',
+    )
     .option('--jobs <n>', 'jobs per case and consumer in the calls section', '20')
     .option('--only <sections>', `comma-separated: ${SECTIONS.join(',')}`, SECTIONS.join(','))
     .option('--out <dir>', 'where results.json and REPORT.md go', path.resolve(__dirname))

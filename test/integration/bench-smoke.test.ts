@@ -52,11 +52,19 @@ describe('npm run bench, every section at smoke size', () => {
     expect(figures.every((f) => f.jobs === 1 && f.dynamoDb.perJob > 0)).toBe(true);
   });
 
-  it('when the bundles section runs, every handler has a size and a load ratio', () => {
+  it('when the bundles section runs, every handler has a size and a cold start against its floor, and each reference handler against its by-the-book peer', () => {
     // Assess
     const bundles = results.bundles ?? [];
     expect(bundles.length).toBeGreaterThan(0);
     for (const b of bundles) expect(JSON.stringify(b)).not.toMatch(/null|NaN/);
+    for (const b of bundles) {
+      expect(b.ready.handler).toBeGreaterThanOrEqual(b.loadMsMedian);
+      expect(b.readyOverFloor).toBeCloseTo(b.ready.handler / b.ready.floor, 6);
+    }
+    const peered = bundles.filter((b) => b.peer !== undefined).map((b) => b.handler);
+    expect(peered).toEqual(
+      expect.arrayContaining(['payment-capture', 'cache-invalidator', 'ingress', 'flag-reconciler']),
+    );
   });
 
   it('when the cache section runs, each protection has figures and warm reads hit', () => {
@@ -80,7 +88,7 @@ describe('npm run bench, every section at smoke size', () => {
     // Assess
     for (const heading of [
       '## DynamoDB and SQS calls per job',
-      '## Handler bundles',
+      '## Handler bundles and cold start',
       '## Cache',
       '## Backoff',
     ])
