@@ -14,7 +14,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { build, type BuildOptions, type Metafile } from 'esbuild';
 import { referencePipeline } from '../examples/reference/pipeline';
-import { encodePipeline } from '../lib/config';
+import { encodePipeline, pipelineBundleDefines } from '../lib/config';
 import { BUNDLE_BANNER } from '../lib/infra/defaults';
 import { toHttpApiEvent } from '../lib/local/http-api';
 import { spread } from './backoff';
@@ -97,9 +97,7 @@ const BUNDLE_OPTIONS: BuildOptions = {
  * The reference app's declaration for the stage handlerEnv names, compiled into each bundle as
  * TenangFunction does (lib/infra/tenang-function.ts): a function reads its pipeline from its code.
  */
-const PIPELINE_DEFINE = {
-  'process.env.TENANG_PIPELINE': JSON.stringify(encodePipeline(referencePipeline('dev', 'us-east-1'))),
-};
+const PIPELINE_DEFINE = pipelineBundleDefines(encodePipeline(referencePipeline('dev', 'us-east-1')));
 
 async function bundle(entry: string, outfile: string): Promise<Metafile> {
   const result = await build({ ...BUNDLE_OPTIONS, define: PIPELINE_DEFINE, entryPoints: [entry], outfile });

@@ -52,8 +52,16 @@ export function checkFunctionEnv<S extends z.ZodMiniType>(
  * The app's pipeline config for the function's stage (TENANG_STAGE) and region (AWS_REGION).
  * The declaration is the one the stack was built with: written as `process.env.TENANG_PIPELINE`
  * so that esbuild replaces it with the JSON at bundle time (lib/infra/tenang-function.ts); a
- * process that runs this code unbundled (a test, the CLI) sets the variable instead.
+ * process that runs this code unbundled (a test, the CLI) sets the variable instead. A bundle
+ * also carries the config the synth loaded from it (`process.env.TENANG_PIPELINE_RESOLVED`,
+ * pipelineBundleDefines); when its stage and region are the function's, that is used as it is.
  */
 export function stageConfig(stage: string, region: string | undefined): PipelineConfig {
-  return decodePipeline(process.env.TENANG_PIPELINE, 'function bundle', stage, region ?? 'us-east-1');
+  const where = region ?? 'us-east-1';
+  const resolved = process.env.TENANG_PIPELINE_RESOLVED;
+  if (resolved !== undefined && resolved !== '') {
+    const config = JSON.parse(resolved) as PipelineConfig;
+    if (config.stage.name === stage && config.stage.region === where) return config;
+  }
+  return decodePipeline(process.env.TENANG_PIPELINE, 'function bundle', stage, where);
 }

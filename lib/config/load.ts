@@ -49,6 +49,16 @@ function formatIssues(prefix: string, error: z.core.$ZodError): string[] {
   });
 }
 
+/**
+ * A list the declaration must hold; anything else is one problem (a declaration read from JSON,
+ * e.g. TENANG_PIPELINE typed by hand, is not checked by the compiler).
+ */
+function listOf<T>(value: readonly T[] | undefined, name: string, problems: string[]): readonly T[] {
+  if (Array.isArray(value)) return value;
+  problems.push(`${name}: must be a list${value === undefined ? ', and is missing' : ''}`);
+  return [];
+}
+
 /** What Powertools' DynamoDB persistence layer calls on the idempotency table. */
 const IDEMPOTENCY_ACTIONS = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] as const;
 
@@ -224,8 +234,10 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   const tableNames = tables.map((t) => t.name);
 
   const jobTypes: JobType[] = [];
-  if (input.jobTypes.length === 0) problems.push('jobTypes: declare at least one job type');
-  input.jobTypes.forEach((raw, index) => {
+  const declaredJobs = listOf(input.jobTypes, 'jobTypes', problems);
+  if (Array.isArray(input.jobTypes) && declaredJobs.length === 0)
+    problems.push('jobTypes: declare at least one job type');
+  declaredJobs.forEach((raw, index) => {
     const at = `jobTypes[${index}]`;
     const parsed = JobTypeSchema.safeParse(raw);
     if (!parsed.success) {
@@ -238,7 +250,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   });
 
   const streamConsumers: StreamConsumer[] = [];
-  input.streamConsumers.forEach((raw, index) => {
+  listOf(input.streamConsumers, 'streamConsumers', problems).forEach((raw, index) => {
     const at = `streamConsumers[${index}]`;
     const parsed = StreamConsumerSchema.safeParse(raw);
     if (!parsed.success) {

@@ -11,6 +11,13 @@ import type { PipelineInput } from './schema';
 
 /** The variable (and bundle constant) holding the declaration as JSON. */
 export const PIPELINE_VARIABLE = 'TENANG_PIPELINE';
+/**
+ * The bundle constant holding the declaration already loaded (PipelineConfig as JSON) for its
+ * declared stage and region: a function bundled by the stack reads it with JSON.parse instead of
+ * validating the declaration again on every cold start (about 6 ms, bench/REPORT.md), which the
+ * synth already did. Never set as an environment variable.
+ */
+export const PIPELINE_RESOLVED_VARIABLE = 'TENANG_PIPELINE_RESOLVED';
 /** The template metadata key holding the declaration. */
 export const PIPELINE_METADATA_KEY = 'tenang:pipeline';
 /** The construct context key under which a stack hands the declaration to its functions. */
@@ -22,6 +29,19 @@ export type PipelineDeclaration = (stageName: string, region: string) => Pipelin
 /** The declaration as JSON (what the bundle and the template carry). */
 export function encodePipeline(input: PipelineInput): string {
   return JSON.stringify(input);
+}
+
+/**
+ * What the stack compiles into every function's bundle (esbuild `define`): the declaration, and
+ * the config loaded from it for its declared stage and region (PIPELINE_RESOLVED_VARIABLE).
+ * @throws PipelineConfigError when the declaration is not valid: at synth, not at a cold start.
+ */
+export function pipelineBundleDefines(encoded: string): Record<string, string> {
+  const config = decodePipeline(encoded, 'pipeline declaration');
+  return {
+    [`process.env.${PIPELINE_VARIABLE}`]: JSON.stringify(encoded),
+    [`process.env.${PIPELINE_RESOLVED_VARIABLE}`]: JSON.stringify(JSON.stringify(config)),
+  };
 }
 
 /**

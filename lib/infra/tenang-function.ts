@@ -6,7 +6,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import * as fs from 'node:fs';
-import { PIPELINE_CONTEXT_KEY } from '../config/source';
+import { PIPELINE_CONTEXT_KEY, pipelineBundleDefines } from '../config/source';
 import { DATA_REMOVAL_POLICY, FUNCTION_DEFAULTS, LOG_RETENTION, powertoolsEnvironment } from './defaults';
 import { environmentProblems, validateProps } from './validation';
 
@@ -46,8 +46,9 @@ export const RUNTIME_REASON =
 
 /**
  * The bundling of a function inside a pipeline stack: the app's declaration (the stack sets it
- * as construct context, see PipelineStack) replaces `process.env.TENANG_PIPELINE` in the code, so
- * the function runs with the config it was deployed with, not a copy typed into the library.
+ * as construct context, see PipelineStack) replaces `process.env.TENANG_PIPELINE` in the code,
+ * and the config loaded from it `process.env.TENANG_PIPELINE_RESOLVED`, so the function runs with
+ * the config it was deployed with, not a copy typed into the library.
  */
 function bundlingFor(scope: Construct): nodejs.BundlingOptions {
   const encoded: unknown = scope.node.tryGetContext(PIPELINE_CONTEXT_KEY);
@@ -56,7 +57,7 @@ function bundlingFor(scope: Construct): nodejs.BundlingOptions {
     throw new Error(`construct context ${PIPELINE_CONTEXT_KEY} must be a JSON string`);
   return {
     ...FUNCTION_DEFAULTS.bundling,
-    define: { 'process.env.TENANG_PIPELINE': JSON.stringify(encoded) },
+    define: pipelineBundleDefines(encoded),
   };
 }
 

@@ -1,5 +1,7 @@
 import { FunctionEnvError, parseFunctionEnv, stageConfig } from '../../../lib/adapters/lambda-env';
+import { decodePipeline, encodePipeline, pipelineBundleDefines } from '../../../lib/config';
 import * as z from '../../../lib/config/zod';
+import { referencePipeline } from '../../../examples/reference/pipeline';
 
 /** A function's environment as a consumer would declare it. */
 const ConsumerEnv = z.object({
@@ -134,5 +136,64 @@ describe('Function: stageConfig', () => {
 
     // Assess
     expect(act).toThrow(/stage\.name/);
+  });
+
+  describe('when the bundle carries the config the synth loaded (pipelineBundleDefines)', () => {
+    const encoded = encodePipeline(referencePipeline('dev', 'us-east-1'));
+    /** What esbuild writes for process.env.TENANG_PIPELINE_RESOLVED: a JS string literal. */
+    const resolvedLiteral = pipelineBundleDefines(encoded)['process.env.TENANG_PIPELINE_RESOLVED'] ?? '';
+
+    afterEach(() => {
+      delete process.env.TENANG_PIPELINE_RESOLVED;
+    });
+
+    it('when the defines are made, they carry the declaration and the config loaded from it, equal to what a cold start would load', () => {
+      // Act
+      const defines = pipelineBundleDefines(encoded);
+
+      // Assess: the JSON round trip loses nothing a function reads.
+      expect(JSON.parse(defines['process.env.TENANG_PIPELINE'] ?? '""')).toBe(encoded);
+      expect(JSON.parse(JSON.parse(resolvedLiteral) as string)).toEqual(decodePipeline(encoded, 'test'));
+    });
+
+    it("when its stage and region are the function's, it is used as it is: the declaration is not read", () => {
+      // Arrange: a declaration that no longer loads shows it is not read.
+      process.env.TENANG_PIPELINE_RESOLVED = JSON.parse(resolvedLiteral) as string;
+      const declaration = process.env.TENANG_PIPELINE;
+      process.env.TENANG_PIPELINE = '{ not json';
+
+      try {
+        // Act
+        const config = stageConfig('dev', 'us-east-1');
+
+        // Assess
+        expect(config).toEqual(decodePipeline(encoded, 'test'));
+      } finally {
+        process.env.TENANG_PIPELINE = declaration;
+      }
+    });
+
+    it('when the function runs in another stage or region, the declaration is loaded for it instead', () => {
+      // Arrange
+      process.env.TENANG_PIPELINE_RESOLVED = JSON.parse(resolvedLiteral) as string;
+
+      // Act
+      const config = stageConfig('dev', 'eu-west-1');
+
+      // Assess
+      expect(config.stage).toMatchObject({ name: 'dev', region: 'eu-west-1' });
+    });
+
+    it('when the declaration is not valid, the defines fail at synth, not at a cold start', () => {
+      // Act
+      const declaration = referencePipeline('dev', 'us-east-1');
+      const act = (): unknown =>
+        pipelineBundleDefines(
+          encodePipeline({ ...declaration, stage: { ...declaration.stage, name: 'Prod!' } }),
+        );
+
+      // Assess
+      expect(act).toThrow(/stage\.name/);
+    });
   });
 });

@@ -558,6 +558,22 @@ describe('Function: loadPipelineConfig', () => {
       ]);
     });
 
+    it('when a declaration read from JSON lacks its lists, each is one problem instead of a crash', () => {
+      // Prepare: what a hand-typed TENANG_PIPELINE may hold; the compiler never saw it.
+      const input = JSON.parse(JSON.stringify({ stage: stageInput() })) as Parameters<
+        typeof loadPipelineConfig
+      >[0];
+
+      // Act
+      const error = rejection(() => loadPipelineConfig(input));
+
+      // Assess
+      expect(error.problems).toEqual([
+        'jobTypes: must be a list, and is missing',
+        'streamConsumers: must be a list, and is missing',
+      ]);
+    });
+
     it('when one job type fails its schema, it still checks the job types after it', () => {
       // Prepare
       const input = pipelineInput({
