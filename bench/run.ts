@@ -23,6 +23,7 @@ import {
   type PerProtocol,
 } from './backoff-emulator';
 import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
+import { latencySection, measureLatency, type LatencyResults, type LatencySizes } from './latency';
 import {
   measureBundles,
   READY_OVER_FLOOR_TARGET,
@@ -46,6 +47,7 @@ export interface Results {
   /** Before there were protocols, the backoff section held read-then-write's figures alone. */
   readonly backoff?: BackoffResults | LegacyBackoffResults;
   readonly backlog?: BacklogResults;
+  readonly latency?: LatencyResults;
   /** Sections measured in the run that wrote this file; the others were kept from an earlier run. */
   readonly measuredNow?: readonly string[];
 }
@@ -351,6 +353,7 @@ function report(r: Results): string {
   }
   if (r.backoff !== undefined) lines.push(...backoffSection(r.backoff));
   if (r.backlog !== undefined) lines.push(...backlogSection(r.backlog));
+  if (r.latency !== undefined) lines.push(...latencySection(r.latency));
   return lines.join('\n');
 }
 
@@ -407,7 +410,7 @@ function stampedeShape(s: StampedeFigure | undefined): string {
   return `${s.readers} concurrent readers spread over ${s.processes} processes of ${s.instancesPerProcess} simulated instances each (${s.processes * s.instancesPerProcess} instances, each with its own Redis connection and in-process single-flight)`;
 }
 
-export const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog'];
+export const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog', 'latency'];
 
 function readPrevious(file: string, log: (line: string) => void): Partial<Results> {
   if (!fs.existsSync(file)) return {};
@@ -449,6 +452,7 @@ const SMOKE = {
   cache: { processes: 2, instancesPerProcess: 2, readersPerProcess: 4, warmReads: 2, startDelayMs: 3_000 },
   backoff: { clients: 4, runs: 1, seeds: 2 },
   backlog: { backlog: 6, expired: 2, critical: 2 },
+  latency: { jobsPerType: 3, warmupPerType: 1, ratePerSecond: 5, invalidations: 3 } satisfies LatencySizes,
 } as const;
 
 /** Measures `opts.only`, writes results.json and REPORT.md into `opts.out`; returns what it wrote. */
@@ -487,6 +491,9 @@ export async function runBench(opts: BenchOptions): Promise<Results> {
     backlog: only.has('backlog')
       ? await measureBacklog({ log, ...(smoke ? { sizes: SMOKE.backlog } : {}) })
       : previous.backlog,
+    latency: only.has('latency')
+      ? await measureLatency({ log, ...(smoke ? { sizes: SMOKE.latency } : {}) })
+      : previous.latency,
     measuredNow: [...only],
   };
   fs.mkdirSync(opts.out, { recursive: true });
@@ -499,7 +506,7 @@ export async function runBench(opts: BenchOptions): Promise<Results> {
 async function main(): Promise<void> {
   const program = new Command('bench')
     .description(
-      'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention, a backlog behind a paused consumer.',
+      'Measure calls per job, cache round trips, stampede protection, bundle size and load time, backoff under contention, a backlog behind a paused consumer, enqueue → done and invalidation latency.',
     )
     .option(
       '--runs <n>',

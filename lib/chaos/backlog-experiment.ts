@@ -38,14 +38,20 @@ export interface BacklogExperimentSizes {
   readonly critical: number;
 }
 
-/** A platform whose alarm clock runs `clockFactor` times real time, and what its functions printed. */
+/**
+ * A platform whose alarm clock runs `clockFactor` times real time, what its functions printed,
+ * and when each message its queue mappings consumed was deleted (a job's done moment, for the
+ * latency figures of bench/latency.ts).
+ */
 export interface BacklogPlatform {
   readonly platform: LocalPlatform;
   readonly clockFactor: number;
   /** The alarm clock, epoch ms. */
   readonly clock: () => number;
-  /** Sum of an EMF metric the functions printed so far (e.g. JobExpired). */
-  metricTotal(name: string): number;
+  /** Sum of an EMF metric the functions printed so far (e.g. JobExpired); of one function's when named. */
+  metricTotal(name: string, functionName?: string): number;
+  /** Real time (epoch ms) a queue mapping deleted the message `messageId`; undefined while it is not. */
+  deletedAt(messageId: string): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -111,32 +117,44 @@ export async function startBacklogPlatform(opts: {
   const saved = { endpoint: process.env.AWS_ENDPOINT_URL, port: process.env.TENANG_MOTO_PORT };
   delete process.env.AWS_ENDPOINT_URL;
   process.env.TENANG_MOTO_PORT = String(await freePort());
+  // By metric name, and by function and metric name.
   const totals = new Map<string, number>();
+  const add = (key: string, value: number): void => void totals.set(key, (totals.get(key) ?? 0) + value);
+  const deleted = new Map<string, number>();
   const clock = acceleratedClock(opts.clockFactor);
   const platform = await LocalPlatform.start({
     log: opts.log ?? ((): void => undefined),
     reconcileEveryMs: 5_000,
     alarms: { now: clock, intervalMs: 250 },
-    onFunctionOutput: (line) => {
+    onFunctionOutput: (line, functionName) => {
       if (!line.includes('"_aws"')) return;
       try {
         const doc = JSON.parse(line) as Record<string, unknown>;
         // Powertools prints one value, or an array when a metric was added several times.
         for (const [k, v] of Object.entries(doc)) {
           const values = Array.isArray(v) ? v : [v];
-          if (values.every((x) => typeof x === 'number'))
-            totals.set(k, (totals.get(k) ?? 0) + (values as number[]).reduce((a, b) => a + b, 0));
+          if (!values.every((x) => typeof x === 'number')) continue;
+          const sum = (values as number[]).reduce((a, b) => a + b, 0);
+          add(k, sum);
+          add(`${functionName}\0${k}`, sum);
         }
       } catch {
         // Not an EMF document.
       }
+    },
+    onMessagesDeleted: (_functionName, messageIds) => {
+      const now = Date.now();
+      // The first delete is the done moment; a copy delivered twice may be deleted again later.
+      for (const id of messageIds) if (!deleted.has(id)) deleted.set(id, now);
     },
   });
   return {
     platform,
     clockFactor: opts.clockFactor,
     clock,
-    metricTotal: (name) => totals.get(name) ?? 0,
+    metricTotal: (name, functionName) =>
+      totals.get(functionName === undefined ? name : `${functionName}\0${name}`) ?? 0,
+    deletedAt: (messageId) => deleted.get(messageId),
     async stop() {
       await platform.stop();
       for (const [k, v] of [
@@ -151,7 +169,7 @@ export async function startBacklogPlatform(opts: {
 }
 
 /** Every undeleted message of a queue: visible, in flight and delayed (deferred jobs wait delayed). */
-async function undeleted(sqs: SQSClient, queueUrl: string): Promise<number> {
+export async function undeleted(sqs: SQSClient, queueUrl: string): Promise<number> {
   const c = await queueCounts(sqs, queueUrl);
   return c.visible + c.inFlight + c.delayed;
 }

@@ -94,6 +94,8 @@ export interface PlatformOptions {
   readonly log: (line: string) => void;
   /** Every line a function writes (logs, EMF metrics). @default dropped */
   readonly onFunctionOutput?: (line: string, functionName: string) => void;
+  /** The ids of the messages a queue mapping of `functionName` deleted (its jobs done), told after each delete. @default dropped */
+  readonly onMessagesDeleted?: (functionName: string, messageIds: readonly string[]) => void;
   /** How often the flag reconciler runs without a flag change, ms (AWS: every minute). @default 10000 */
   readonly reconcileEveryMs?: number;
   /** @default the repository root */
@@ -352,7 +354,11 @@ export class LocalPlatform {
           new SqsEventSource(
             m,
             iam === undefined ? sqs : roleClient(new SQSClient(asRole(m.functionName))),
-            { isEnabled: () => control.isEnabled(m.uuid), invoke: (e) => invoke(m.functionName, e) },
+            {
+              isEnabled: () => control.isEnabled(m.uuid),
+              invoke: (e) => invoke(m.functionName, e),
+              onDeleted: (ids) => opts.onMessagesDeleted?.(m.functionName, ids),
+            },
             opts.log,
           ),
       );

@@ -38,6 +38,11 @@ export interface SqsMappingHooks {
   /** The mapping's Enabled state, as the flag reconciler set it. */
   isEnabled(): boolean;
   invoke(event: SQSEvent): Promise<InvokeResult>;
+  /**
+   * Told after each DeleteMessageBatch with the ids it deleted (not its failed entries): the
+   * moment a job is done, for latency figures (bench/latency.ts). @default none
+   */
+  onDeleted?(messageIds: readonly string[]): void;
 }
 
 /** Counters for the status view and the report. */
@@ -231,6 +236,10 @@ export class SqsEventSource {
       );
       this.stats.deleted += chunk.length - Failed.length;
       this.logFailedEntries('delete', Failed);
+      if (this.hooks.onDeleted !== undefined) {
+        const failedIds = new Set(Failed.map((f) => f.Id));
+        this.hooks.onDeleted(chunk.filter((_, n) => !failedIds.has(String(n))).map((r) => r.messageId));
+      }
     }
   }
 }

@@ -58,7 +58,7 @@ export interface StampedeResult {
   readonly cacheCommands: number;
   readonly sources: Readonly<Record<CacheSource, number>>;
   /** Per-read latency, ms. */
-  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly latencyMs: LatencyPercentiles;
   /** From the first read to the last answer, ms. */
   readonly wallMs: number;
 }
@@ -119,6 +119,19 @@ function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
   return sorted[Math.max(0, index)] ?? 0;
+}
+
+/** The median, the 99th percentile (nearest rank) and the maximum of some latencies. */
+export interface LatencyPercentiles {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** p50, p99 and max of `values`, ms; 0 each when there are none. */
+export function latencyPercentiles(values: readonly number[]): LatencyPercentiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? 0 };
 }
 
 /** Redis command timeout of the simulated instances unless the settings give one. */
@@ -193,7 +206,6 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
       }),
     );
     const wallMs = performance.now() - started;
-    latencies.sort((a, b) => a - b);
     return {
       protection,
       readers,
@@ -201,11 +213,7 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
       loaderCalls,
       cacheCommands: counters.reduce((sum, c) => sum + c.calls, 0),
       sources,
-      latencyMs: {
-        p50: percentile(latencies, 50),
-        p99: percentile(latencies, 99),
-        max: latencies[latencies.length - 1] ?? 0,
-      },
+      latencyMs: latencyPercentiles(latencies),
       wallMs,
     };
   } finally {

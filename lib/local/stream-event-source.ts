@@ -52,7 +52,8 @@ export interface StreamMappingStats {
   iteratorAgeMs: number;
 }
 
-const IDLE_WAIT_MS = 200;
+/** How long a shard poller waits after a read that found no records, ms: the stream's poll interval when idle. */
+export const IDLE_WAIT_MS = 200;
 
 function recordTimeMs(r: DynamoDBRecord): number {
   return (r.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;

@@ -8,6 +8,7 @@ import {
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
+  type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -112,4 +113,19 @@ export async function settleBatch(
       throw new Error(`could not delete ${Failed.length} handled messages from ${queueUrl}`);
   }
   return done.map((r) => r.messageId);
+}
+
+/** A message as SQS hands it to the Lambda service's poller, for a fake SQS client: the system attributes a record needs. */
+export function receivedMessage(messageId: string, receiptHandle: string): Message {
+  return {
+    MessageId: messageId,
+    ReceiptHandle: receiptHandle,
+    Body: '{}',
+    Attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: '1700000000000',
+      SenderId: 'AIDAEXAMPLE',
+      ApproximateFirstReceiveTimestamp: '1700000000001',
+    },
+  };
 }

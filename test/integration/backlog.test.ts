@@ -3,9 +3,11 @@
  * the deferrable consumer paused with `tenang pause`, a backlog and stale notifications behind
  * it, the oldest-age alarm (on a clock 30× real time), `tenang resume`, fresh payments while it
  * drains. Asserted here are outcomes and orderings, never durations: how long things took is
- * measured by `npm run bench -- --only backlog` (bench/REPORT.md).
+ * measured by `npm run bench -- --only backlog` (bench/REPORT.md). The latency section's smoke rides
+ * on the same platform once the experiment is over (bench/latency.ts at a tiny size).
  */
 import { backlogResults, backlogSection } from '../../bench/backlog';
+import { latencySection, runLatencyExperiment, type LatencyFigure } from '../../bench/latency';
 import { runCaptured } from '../../bin/tenang';
 import {
   runBacklogExperiment,
@@ -17,6 +19,8 @@ import {
 jest.setTimeout(15 * 60_000);
 
 const SIZES = { backlog: 150, expired: 6, critical: 6 };
+/** The latency section's smoke: its instances are warm from the backlog experiment. */
+const LATENCY_SIZES = { jobsPerType: 3, warmupPerType: 0, ratePerSecond: 5, invalidations: 3 };
 
 describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
   let target: BacklogPlatform;
@@ -86,4 +90,36 @@ describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
     expect(section).toContain('## Backlog: pause, build a backlog, resume');
     expect(section).not.toMatch(/NaN|undefined|Infinity/);
   });
+
+  it("when the latency experiment runs on this platform (the bench's latency section's smoke), every job and update is timed and the section renders with a number in every figure", async () => {
+    // Act
+    const latency = await runLatencyExperiment(target, LATENCY_SIZES);
+    const section = latencySection(latency).join('\n');
+
+    // Assess: counts are the sizes sent; timings are the bench's business, only their presence is checked.
+    const figures: LatencyFigure[] = [
+      ...latency.jobs.flatMap((j) => [j.tenang, j.bare]),
+      latency.invalidation,
+    ];
+    expect(latency.jobs.map((j) => j.jobType)).toEqual([
+      'payment.capture',
+      'notification.send',
+      'inventory.reserve',
+    ]);
+    expect(figures.map((f) => f.count)).toEqual([
+      ...latency.jobs.flatMap(() => [LATENCY_SIZES.jobsPerType, LATENCY_SIZES.jobsPerType]),
+      LATENCY_SIZES.invalidations,
+    ]);
+    for (const f of figures)
+      for (const value of [f.p50, f.p99, f.max]) {
+        expect(Number.isFinite(value)).toBe(true);
+        expect(value).toBeGreaterThan(0);
+      }
+    expect(latency.jobs.map((j) => j.succeeded)).toEqual(
+      latency.jobs.map(() => LATENCY_SIZES.warmupPerType + LATENCY_SIZES.jobsPerType),
+    );
+    expect(latency.jobs.every((j) => Number.isInteger(j.deferred))).toBe(true);
+    expect(section).toContain('## Latency: enqueue → done, and invalidation lag');
+    expect(section).not.toMatch(/NaN|undefined|Infinity/);
+  }, 120_000);
 });

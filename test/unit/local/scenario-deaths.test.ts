@@ -16,6 +16,7 @@ import {
   UNPLANNED_DEATH_KIND,
 } from '../../../lib/local/scenario-deaths';
 import { SqsEventSource } from '../../../lib/local/sqs-event-source';
+import { receivedMessage } from '../../helpers/sqs-events';
 
 const FN = 'tenang-dev-payment-consumer';
 const CONSUMER = {
@@ -25,18 +26,7 @@ const CONSUMER = {
   visibilityTimeoutSeconds: 30,
 };
 
-/** A message as SQS hands it to the Lambda service's poller. */
-const MESSAGE = {
-  MessageId: 'm1',
-  ReceiptHandle: 'r1',
-  Body: '{}',
-  Attributes: {
-    ApproximateReceiveCount: '1',
-    SentTimestamp: '1700000000000',
-    SenderId: 'AIDAEXAMPLE',
-    ApproximateFirstReceiveTimestamp: '1700000000001',
-  },
-};
+const MESSAGE = receivedMessage('m1', 'r1');
 
 /** What a real poller logs when one delivery ends with `result`. */
 async function pollerLines(result: InvokeResult): Promise<string[]> {
