@@ -452,7 +452,13 @@ const SMOKE = {
   cache: { processes: 2, instancesPerProcess: 2, readersPerProcess: 4, warmReads: 2, startDelayMs: 3_000 },
   backoff: { clients: 4, runs: 1, seeds: 2 },
   backlog: { backlog: 6, expired: 2, critical: 2 },
-  latency: { jobsPerType: 3, warmupPerType: 1, ratePerSecond: 5, invalidations: 3 } satisfies LatencySizes,
+  latency: {
+    jobsPerType: 3,
+    warmupPerType: 1,
+    ratePerSecond: 5,
+    rounds: 1,
+    invalidations: 3,
+  } satisfies LatencySizes,
 } as const;
 
 /** Measures `opts.only`, writes results.json and REPORT.md into `opts.out`; returns what it wrote. */

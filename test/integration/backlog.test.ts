@@ -19,8 +19,8 @@ import {
 jest.setTimeout(15 * 60_000);
 
 const SIZES = { backlog: 150, expired: 6, critical: 6 };
-/** The latency section's smoke: its instances are warm from the backlog experiment. */
-const LATENCY_SIZES = { jobsPerType: 3, warmupPerType: 0, ratePerSecond: 5, invalidations: 3 };
+/** The latency section's smoke: its instances are warm from the backlog experiment; two rounds run both orders. */
+const LATENCY_SIZES = { jobsPerType: 3, warmupPerType: 0, ratePerSecond: 5, rounds: 2, invalidations: 3 };
 
 describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
   let target: BacklogPlatform;
@@ -107,7 +107,10 @@ describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
       'inventory.reserve',
     ]);
     expect(figures.map((f) => f.count)).toEqual([
-      ...latency.jobs.flatMap(() => [LATENCY_SIZES.jobsPerType, LATENCY_SIZES.jobsPerType]),
+      ...latency.jobs.flatMap(() => [
+        LATENCY_SIZES.rounds * LATENCY_SIZES.jobsPerType,
+        LATENCY_SIZES.rounds * LATENCY_SIZES.jobsPerType,
+      ]),
       LATENCY_SIZES.invalidations,
     ]);
     for (const f of figures)
@@ -116,7 +119,9 @@ describe('backlog: pause, build a backlog, resume (B1, B4, B5, O3)', () => {
         expect(value).toBeGreaterThan(0);
       }
     expect(latency.jobs.map((j) => j.succeeded)).toEqual(
-      latency.jobs.map(() => LATENCY_SIZES.warmupPerType + LATENCY_SIZES.jobsPerType),
+      latency.jobs.map(
+        () => LATENCY_SIZES.rounds * (LATENCY_SIZES.warmupPerType + LATENCY_SIZES.jobsPerType),
+      ),
     );
     expect(latency.jobs.every((j) => Number.isInteger(j.deferred))).toBe(true);
     expect(section).toContain('## Latency: enqueue → done, and invalidation lag');
