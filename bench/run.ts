@@ -395,7 +395,7 @@ function bundlesSection(bundles: readonly BundleResult[]): string[] {
  */
 const COLD_START_FINDINGS = [
   '**Where the time over the floor goes** (CPU profiles of unminified bundles, 0.1 ms sampling, one run each, 2026-12-02; not re-measured by the bench):',
-  '- The pipeline config. Importing it (its zod schemas are built at module scope, ~59 KiB with zod/mini) costs about 6.5 ms of every cold start: a bundle that only imports `stageConfig` loads in 10.4 ms against 3.8 ms for an empty one (zod/mini alone: 5.1 ms). Loading the declaration on top of that cost another 2.6 ms (15.0 ms); since this change the stack compiles in the config the synth already loaded (`TENANG_PIPELINE_RESOLVED`, lib/config/source.ts pipelineBundleDefines) and a cold start reads it with JSON.parse (12.4 ms). Medians of 11 interleaved runs of each bundle, 2026-12-02.',
+  '- The pipeline config. Importing it costs about 6.2 ms of every cold start: a bundle that only imports `stageConfig` loads in 10.0 ms against 3.8 ms for an empty one. Of that, zod/mini itself is 1.2 ms (5.0 ms) and building the declaration schemas of lib/config/schema.ts at module scope about 4.4 ms (importing `StageSchema` alone: 9.4 ms; an ESM bundle evaluates every schema of the module). Loading the declaration on top cost 3.0 ms more (13.0 ms); since this change the stack compiles in the config the synth already loaded (`TENANG_PIPELINE_RESOLVED`, lib/config/source.ts pipelineBundleDefines) and a cold start reads it with JSON.parse (10.2 ms). Medians of 21 interleaved runs of each bundle, 2026-12-02. Next step, not taken: build the declaration schemas only when a declaration is validated, so a function that reads the compiled-in config never builds them.',
   '- cache-invalidator (the issue asked what it adds over its floor): its cold start is its module load (an empty batch adds under 1 ms). Of the gap to the floor the profile attributes the pipeline decode above (3.5 ms) and `observability` (Logger + Metrics with our defaults, 1.5 ms); ioredis (12.7 ms of module evaluation) is in the floor as well. The rest of the gap is not attributed.',
   '- Job handlers (payment-capture, notification-send, inventory-reserve): module load equals the floor (the runner builds nothing at load); the first invocation adds about 11 ms (before the compiled-in config): jobDepsFromEnv building the SDK clients (the floor builds them at load, so that part is shared), the pipeline decode, the function-environment check (zod), and Metrics warning that an empty batch published no metric.',
   '- ingress: depsFromEnv on the first request (10.5 ms: clients, pipeline decode) and the order validation before the first DynamoDB call.',
@@ -525,9 +525,30 @@ async function main(): Promise<void> {
     .option(
       '--smoke',
       "every section at a tiny size, as npm test runs it: checks that the sections work, not what they measure (use with --out, or it overwrites the report's figures)",
+    )
+    .option(
+      '--render',
+      "measure nothing: write REPORT.md again from --out's results.json (after the report's text changed)",
     );
   program.parse();
-  const opts = program.opts<{ runs: string; jobs: string; only: string; out: string; smoke?: boolean }>();
+  const opts = program.opts<{
+    runs: string;
+    jobs: string;
+    only: string;
+    out: string;
+    smoke?: boolean;
+    render?: boolean;
+  }>();
+  if (opts.render === true) {
+    const file = path.join(opts.out, 'results.json');
+    if (!fs.existsSync(file)) program.error(`--render: there is no ${file} to render; run the bench first`);
+    fs.writeFileSync(
+      path.join(opts.out, 'REPORT.md'),
+      `${report(JSON.parse(fs.readFileSync(file, 'utf8')) as Results)}\n`,
+    );
+    process.stderr.write(`[bench] wrote ${path.join(opts.out, 'REPORT.md')} from ${file}\n`);
+    return;
+  }
   const only = new Set(opts.only.split(','));
   const unknown = [...only].filter((s) => !SECTIONS.includes(s));
   if (unknown.length > 0)
