@@ -14,7 +14,7 @@ export const PIPELINE_VARIABLE = 'TENANG_PIPELINE';
 /**
  * The bundle constant holding the declaration already loaded (PipelineConfig as JSON) for its
  * declared stage and region: a function bundled by the stack reads it with JSON.parse instead of
- * validating the declaration again on every cold start (about 6 ms, bench/REPORT.md), which the
+ * validating the declaration again on every cold start (about 3 ms, bench/REPORT.md), which the
  * synth already did. Never set as an environment variable.
  */
 export const PIPELINE_RESOLVED_VARIABLE = 'TENANG_PIPELINE_RESOLVED';

@@ -252,7 +252,7 @@ export class FunctionHost {
         return;
       }
       child.send({ type: 'invoke', requestId, event, timeoutMs }, (error) => {
-        if (error !== null) onExit(child.exitCode, child.signalCode ?? null);
+        if (error !== null) onExit(child.exitCode, child.signalCode);
       });
     });
   }

@@ -57,9 +57,11 @@ describe('npm run bench, every section at smoke size', () => {
     const bundles = results.bundles ?? [];
     expect(bundles.length).toBeGreaterThan(0);
     for (const b of bundles) expect(JSON.stringify(b)).not.toMatch(/null|NaN/);
+    // A cold start is the load and then some: each variant's, from the same timing processes.
     for (const b of bundles) {
       expect(b.ready.handler).toBeGreaterThanOrEqual(b.loadMsMedian);
-      expect(b.readyOverFloor).toBeCloseTo(b.ready.handler / b.ready.floor, 6);
+      expect(b.ready.floor).toBeGreaterThanOrEqual(b.floorLoadMsMedian);
+      if (b.peer !== undefined) expect(b.peer.readyMs).toBeGreaterThanOrEqual(b.peer.loadMsMedian);
     }
     const peered = bundles.filter((b) => b.peer !== undefined).map((b) => b.handler);
     expect(peered).toEqual(
