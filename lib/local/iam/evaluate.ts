@@ -585,12 +585,43 @@ function literalPieces(raw: string, wildcards: boolean): Piece[] {
 }
 
 /**
+ * Where the resource portion of a Resource/NotResource pattern begins: just after its fifth colon,
+ * not counting colons inside `${…}` (a variable's name has one). reference_policies_variables.html:
+ * "You can use a policy variable in the Resource element, but only in the resource portion of the
+ * ARN. This portion of the ARN appears after the fifth colon (:). You can't use a variable to replace
+ * parts of the ARN before the fifth colon, such as the service or account." A pattern with fewer
+ * than five colons has no resource portion, so no variable in it is substituted.
+ */
+function resourcePortionStart(raw: string): number {
+  let colons = 0;
+  for (let i = 0; i < raw.length; i += 1) {
+    if (raw.startsWith('${', i)) {
+      const close = raw.indexOf('}', i);
+      if (close === -1) break;
+      i = close;
+    } else if (raw[i] === ':' && ++colons === 5) {
+      return i + 1;
+    }
+  }
+  return raw.length + 1;
+}
+
+/**
  * Splits a policy string into literals and wildcards, substituting policy variables
  * (reference_policies_variables.html): `${key}`, `${key, 'default'}`, and `${*}`, `${?}`, `${$}` for
  * a literal `*`, `?`, `$`. Returns undefined when a variable has no value and no default: "the value
  * is effectively null. There is no equal or like value." Substituted values are literal text.
+ * Variables that start before `from` (a Resource's partition, service, region and account, see
+ * {@link resourcePortionStart}) are not substituted: the page says a variable can't be used there,
+ * so its text is compared as written, and `arn:aws:sqs:*:${aws:PrincipalAccount}:*` matches no real
+ * queue (an account id is 12 digits, never `${…}`).
  */
-function resolvePieces(raw: string, context: Context | undefined, wildcards: boolean): Piece[] | undefined {
+function resolvePieces(
+  raw: string,
+  context: Context | undefined,
+  wildcards: boolean,
+  from = 0,
+): Piece[] | undefined {
   if (context === undefined || !raw.includes('${')) return literalPieces(raw, wildcards);
   const pieces: Piece[] = [];
   const variable = /\$\{([^}]*)\}/g;
@@ -598,6 +629,10 @@ function resolvePieces(raw: string, context: Context | undefined, wildcards: boo
   for (let match = variable.exec(raw); match !== null; match = variable.exec(raw)) {
     pieces.push(...literalPieces(raw.slice(last, match.index), wildcards));
     last = match.index + match[0].length;
+    if (match.index < from) {
+      pieces.push({ literal: match[0] });
+      continue;
+    }
     const body = (match[1] ?? '').trim();
     if (body === '*' || body === '?' || body === '$') {
       pieces.push({ literal: body });
@@ -816,8 +851,8 @@ function positiveMatch(
  * ArnNotLike, and the right key is not present, the condition is true", except for ...IfExists (true
  * when absent) and Null. Several policy values are ORed, or NORed for negated operators
  * (reference_policies_multi-value-conditions.html). ForAllValues is true when the key is absent or
- * empty, ForAnyValue false (same page). A list value without a set operator counts as matching if
- * any of its members does.
+ * empty, ForAnyValue false (same page), with or without IfExists. A list value without a set
+ * operator counts as matching if any of its members does.
  */
 function conditionHolds(condition: CompiledCondition, context: Context, variables: boolean): boolean {
   const raw = context.get(condition.key);
@@ -832,8 +867,14 @@ function conditionHolds(condition: CompiledCondition, context: Context, variable
     condition.values.some((policyValue) => positiveMatch(condition, requestValue, policyValue, vars));
   const holdsFor = (requestValue: string): boolean =>
     condition.base.negated ? !matchesAny(requestValue) : matchesAny(requestValue);
+  // A set operator decides an absent key itself, IfExists or not: ForAnyValue "For no matching
+  // context key or a null dataset, the condition returns false"; ForAllValues "also returns true if
+  // there are no context keys in the request" (reference_policies_condition-single-vs-multi-valued-
+  // context-keys.html). AWS answers so: an Allow with ForAnyValue:StringEqualsIfExists on aws:TagKeys
+  // does not allow sqs:ListQueues, a request without tags (re:Post, "ForAnyValue:StringEqualsIfExists
+  // behaving unexpectedly").
   if (condition.set === 'all') return absent || requestValues.every(holdsFor);
-  if (condition.set === 'any') return absent ? condition.ifExists : requestValues.some(holdsFor);
+  if (condition.set === 'any') return !absent && requestValues.some(holdsFor);
   if (absent) return condition.ifExists || condition.base.negated;
   const matched = requestValues.some(matchesAny);
   return condition.base.negated ? !matched : matched;
@@ -893,7 +934,7 @@ function resourceMatches(statement: CompiledStatement, resource: string, context
   if (spec === undefined) return true; // a resource policy statement without Resource: this resource
   const vars = statement.variables ? context : undefined;
   const matched = spec.patterns.some((raw) => {
-    const pieces = resolvePieces(raw, vars, true);
+    const pieces = resolvePieces(raw, vars, true, resourcePortionStart(raw));
     return pieces !== undefined && patternRegExp(pieces, 'resource').test(resource);
   });
   return spec.not ? !matched : matched;

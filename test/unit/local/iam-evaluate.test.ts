@@ -1185,22 +1185,50 @@ describe('conditions with multiple keys or values (reference_policies_multi-valu
       expect(put()).toBe('allow');
       expect(put([])).toBe('allow');
     });
-    it('ForAnyValue...IfExists is true when the key is absent', () => {
+    it('ForAnyValue...IfExists on an absent key: "For no matching context key or a null dataset, the condition returns false"', () => {
+      // IfExists does not change it: AWS denies sqs:ListQueues (no aws:TagKeys) under an Allow with
+      // ForAnyValue:StringEqualsIfExists on aws:TagKeys (re:Post, "ForAnyValue:StringEqualsIfExists
+      // behaving unexpectedly").
       const statements: PolicyStatement[] = [
         {
           Effect: 'Allow',
-          Action: '*',
+          Action: 'sqs:*',
           Resource: '*',
           Condition: { 'ForAnyValue:StringEqualsIfExists': { 'aws:TagKeys': ['team'] } },
         },
       ];
-      expect(decide({ action: 'ec2:CreateTags', resource: '*', identity: statements }).decision).toBe(
-        'allow',
-      );
-      const context = { 'aws:TagKeys': ['cost-center'] };
-      expect(
-        decide({ action: 'ec2:CreateTags', resource: '*', identity: statements, context }).decision,
-      ).toBe('implicit-deny');
+      const list = (keys?: string[]): string =>
+        decide({
+          action: 'sqs:ListQueues',
+          resource: '*',
+          identity: statements,
+          context: { 'aws:TagKeys': keys },
+        }).decision;
+      expect(list()).toBe('implicit-deny');
+      expect(list([])).toBe('implicit-deny');
+      expect(list(['cost-center'])).toBe('implicit-deny');
+      expect(list(['team', 'cost-center'])).toBe('allow');
+    });
+    it('ForAllValues...IfExists on an absent key: "It also returns true if there are no context keys in the request"', () => {
+      const statements: PolicyStatement[] = [
+        {
+          Effect: 'Allow',
+          Action: 'sqs:*',
+          Resource: '*',
+          Condition: { 'ForAllValues:StringEqualsIfExists': { 'aws:TagKeys': ['team'] } },
+        },
+      ];
+      const tag = (keys?: string[]): string =>
+        decide({
+          action: 'sqs:TagQueue',
+          resource: QUEUE,
+          identity: statements,
+          context: { 'aws:TagKeys': keys },
+        }).decision;
+      expect(tag()).toBe('allow');
+      expect(tag([])).toBe('allow');
+      expect(tag(['team'])).toBe('allow');
+      expect(tag(['team', 'cost-center'])).toBe('implicit-deny');
     });
     it('ForAllValues with a negated operator: no requested value may match', () => {
       const statements: PolicyStatement[] = [
@@ -1225,15 +1253,57 @@ describe('conditions with multiple keys or values (reference_policies_multi-valu
 });
 
 describe('policy variables (reference_policies_variables.html)', () => {
-  it('substitutes ${aws:PrincipalAccount} in Resource', () => {
+  it('substitutes a variable in the resource portion of a Resource ARN ("after the fifth colon")', () => {
     const identity: PolicyStatement[] = [
-      { Effect: 'Allow', Action: 'sqs:*', Resource: 'arn:aws:sqs:us-east-1:${aws:PrincipalAccount}:orders' },
+      {
+        Effect: 'Allow',
+        Action: 'sqs:*',
+        Resource: `arn:aws:sqs:us-east-1:${ACCOUNT}:\${aws:PrincipalTag/queue}`,
+      },
     ];
-    expect(decide({ action: 'sqs:SendMessage', resource: QUEUE, identity }).decision).toBe('allow');
-    const elsewhere = 'arn:aws:sqs:us-east-1:999999999999:orders';
-    expect(decide({ action: 'sqs:SendMessage', resource: elsewhere, identity }).decision).toBe(
+    const send = (resource: string, queue?: string): string =>
+      decide({ action: 'sqs:SendMessage', resource, identity, context: { 'aws:PrincipalTag/queue': queue } })
+        .decision;
+    expect(send(QUEUE, 'orders')).toBe('allow');
+    expect(send(`${QUEUE}-dlq`, 'orders')).toBe('implicit-deny');
+    expect(send(QUEUE)).toBe('implicit-deny'); // no value: "will not match any resource"
+  });
+
+  it('"You can\'t use a variable to replace parts of the ARN before the fifth colon, such as the service or account": it stays literal text', () => {
+    const account: PolicyStatement[] = [
+      { Effect: 'Allow', Action: 'sqs:*', Resource: 'arn:aws:sqs:*:${aws:PrincipalAccount}:*' },
+    ];
+    expect(decide({ action: 'sqs:SendMessage', resource: QUEUE, identity: account }).decision).toBe(
       'implicit-deny',
     );
+    const region: PolicyStatement[] = [
+      { Effect: 'Allow', Action: 'sqs:*', Resource: `arn:aws:sqs:\${aws:RequestedRegion}:${ACCOUNT}:orders` },
+    ];
+    expect(
+      decide({
+        action: 'sqs:SendMessage',
+        resource: QUEUE,
+        identity: region,
+        context: { 'aws:RequestedRegion': 'us-east-1' },
+      }).decision,
+    ).toBe('implicit-deny');
+    // The same variables in a condition are substituted: the restriction is the Resource element's.
+    const condition: PolicyStatement[] = [
+      {
+        Effect: 'Allow',
+        Action: 'sqs:*',
+        Resource: '*',
+        Condition: { ArnLike: { 'aws:SourceArn': 'arn:aws:sns:*:${aws:PrincipalAccount}:*' } },
+      },
+    ];
+    expect(
+      decide({
+        action: 'sqs:SendMessage',
+        resource: QUEUE,
+        identity: condition,
+        context: { 'aws:SourceArn': TOPIC },
+      }).decision,
+    ).toBe('allow');
   });
 
   it('treats variables as literal text without Version 2012-10-17', () => {
@@ -1244,14 +1314,19 @@ describe('policy variables (reference_policies_variables.html)', () => {
           {
             Effect: 'Allow',
             Action: 'sqs:*',
-            Resource: 'arn:aws:sqs:us-east-1:${aws:PrincipalAccount}:orders',
+            Resource: `arn:aws:sqs:us-east-1:${ACCOUNT}:\${aws:PrincipalTag/queue}`,
           },
         ],
       },
       'Old',
     );
     const decision = evaluate(
-      { principal: role(), action: 'sqs:SendMessage', resource: QUEUE },
+      {
+        principal: role(),
+        action: 'sqs:SendMessage',
+        resource: QUEUE,
+        context: { 'aws:PrincipalTag/queue': 'orders' },
+      },
       { identity: [old], resourceAccountId: ACCOUNT },
     );
     expect(decision.decision).toBe('implicit-deny');
