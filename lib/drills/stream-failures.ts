@@ -3,7 +3,10 @@
  * a batch of order changes is given up to its on-failure queue, so those orders are served
  * stale. The runbook lists the failed batches, replays them from the stream (the invalidator is
  * idempotent: it fences by version), checks the reads, and evicts the order prefix as the
- * fallback for records the stream no longer holds.
+ * fallback for records the stream no longer holds. The replay reads the stream as a third reader
+ * beside the two mappings, with the platform enforcing DynamoDB Streams' two readers per shard
+ * (lib/local/moto_server.py): it must still succeed, say how many of its reads were throttled,
+ * and leave both mappings current.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -24,6 +27,9 @@ import {
 
 /** Orders whose invalidations are lost together. */
 const ORDERS = 3;
+
+/** Iterator age both stream mappings must be back under after the replay, ms. */
+const CURRENT_ITERATOR_AGE_MS = 5_000;
 
 export const streamFailures: Drill = {
   ...drillInfo('stream-failures'),
@@ -73,6 +79,19 @@ export const streamFailures: Drill = {
     const evicted = await ctx.tenang(['cache', 'invalidate', '--prefix', prefix]);
     const after = await consumerStatus(ctx, 'cache-invalidator');
     fs.rmSync(auditDir, { recursive: true, force: true });
+    // A change after the replay: both mappings deliver it, their iterator age back to seconds.
+    const mappings = ['cache-invalidator', 'outbox-relay'].map((consumer) => {
+      const fn = ctx.platform.functionNamed(consumer);
+      const source = ctx.platform.streamSources.find((s) => s.spec.functionName === fn);
+      if (source === undefined) throw new Error(`${consumer} has no stream mapping`);
+      return { consumer, source, batches: source.stats.batches };
+    });
+    await createOrder(ctx, ORDERS + 1, sku);
+    await ctx.until(
+      () => Promise.resolve(mappings.every((m) => m.source.stats.batches > m.batches) ? true : undefined),
+      'both stream mappings to deliver a change made after the replay',
+    );
+    const ages = mappings.map((m) => `${m.consumer} ${m.source.stats.iteratorAgeMs} ms`);
     return [
       ctx.check(
         'stale reads after the lost batch',
@@ -92,6 +111,18 @@ export const streamFailures: Drill = {
       ),
       ctx.check('dry run accepted', dry.code === 0, `dry run exited ${dry.code}: ${dry.err.trim()}`),
       ctx.check('replay succeeded', replay.code === 0, `replay exited ${replay.code}: ${replay.err.trim()}`),
+      ctx.check(
+        'replay reports its throttled reads',
+        /throttled reads: \d+/.test(replay.out),
+        replay.out.split('\n').find((l) => l.startsWith('throttled reads:')) ?? 'no "throttled reads:" line',
+      ),
+      ctx.check(
+        'both stream mappings current after the replay',
+        mappings.every((m) => m.source.stats.iteratorAgeMs < CURRENT_ITERATOR_AGE_MS),
+        `iterator age: ${ages.join(', ')}; throttled reads: ${mappings
+          .map((m) => `${m.consumer} ${m.source.stats.throttledReads}`)
+          .join(', ')}`,
+      ),
       ctx.check(
         'reads fresh after the replay',
         fresh.every((r, i) => r.state === states.get(orders[i]?.orderId ?? '')),

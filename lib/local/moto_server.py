@@ -1,4 +1,4 @@
-"""moto's server with DynamoDB requests served one at a time.
+"""moto's server with DynamoDB requests served one at a time, and DynamoDB Streams' reader limit.
 
 moto 5.2.1 serves every connection on its own thread, and its DynamoDB backend checks a
 ConditionExpression and then writes without a lock: two concurrent PutItem calls both
@@ -16,28 +16,173 @@ lock while moto handles them. Other services (SQS long polls in particular) stay
 Every response carries `x-tenang-moto: serialized-dynamodb`, so a caller can tell this server
 from a stock moto it is about to reuse.
 
+It also enforces DynamoDB Streams' reader limit, which moto does not: see StreamReaderLimit.
+TENANG_STREAM_READER_LIMIT=off in its environment switches that off (debugging only).
+
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT   (the same options as moto.server)
 """
 
+import io
+import json
+import os
+import re
 import threading
+import time
+import uuid
 
 import moto.server
 
 MARKER_HEADER = ("x-tenang-moto", "serialized-dynamodb")
 _dynamodb_lock = threading.Lock()
 
+_STREAMS = "DynamoDBStreams_20120810."
+# Set by the local platform's stream pollers (lib/local/stream-event-source.ts,
+# STREAM_READER_HEADER): which event source mapping reads. Nothing else sets it.
+_READER_HEADER = "HTTP_X_TENANG_STREAM_READER"
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)")
+
+
+class StreamReaderLimit:
+    """DynamoDB Streams' limit of two readers per shard, which moto does not enforce.
+
+    AWS: "No more than two processes at most should be reading from the same streams shard at the
+    same time. Having more than two readers per shard can result in throttling." (DynamoDB
+    developer guide, DynamoDB Streams); GetRecords' LimitExceededException: "More than 2 processes
+    are reading from the same streams shard at the same time. Exceeding this limit may result in
+    request throttling." (DynamoDB Streams API reference). AWS names neither the window nor who is
+    throttled; the model here:
+
+    - A reader is a process polling: an event source mapping (the platform's pollers say which
+      with the X-Tenang-Stream-Reader header), otherwise the caller's access key and User-Agent
+      (the CLI, a test, a script: each one reader, however many iterators it opens).
+    - A reader counts on a shard while it has asked that shard for records (GetRecords) within
+      the last WINDOW_SECONDS. The shard is the one its iterator came from (GetShardIterator's
+      ShardId, carried along NextShardIterator).
+    - With at most two readers nothing is ever throttled: the platform's two mappings never are.
+    - With more, the shard serves the two readers that have waited longest since they were last
+      served and answers the others LimitExceededException (HTTP 400, as AWS does): each reader
+      gets its turn, and a reader that asks again at once after being served waits for the
+      others. A third reader is therefore throttled at once when it reads twice in a row, and the
+      mappings only when it has waited longer than they have: their throttling, and the iterator
+      age it costs them, is milder here than AWS may make it.
+
+    What it cannot reproduce: AWS's real rates and windows (unpublished), throttling of two
+    readers that poll fast, two processes with the same credentials and User-Agent (one reader
+    here), and a moto this launcher did not start (no limit at all).
+    """
+
+    WINDOW_SECONDS = 1.0
+    MAX_READERS = 2
+    # AWS: "A shard iterator expires 15 minutes after it is retrieved".
+    ITERATOR_SECONDS = 15 * 60
+
+    def __init__(self):
+        self._shard_of = {}  # iterator -> (shard key, when it was handed out)
+        self._readers = {}  # shard key -> {reader: [last asked, last served]}
+        self._pruned_at = 0.0
+
+    def remember(self, iterator, shard, now):
+        if isinstance(iterator, str):
+            self._shard_of[iterator] = (shard, now)
+        if now - self._pruned_at > 60:
+            self._pruned_at = now
+            old = [i for i, (_, at) in self._shard_of.items() if now - at > self.ITERATOR_SECONDS]
+            for i in old:
+                del self._shard_of[i]
+
+    def shard(self, iterator):
+        known = self._shard_of.get(iterator) if isinstance(iterator, str) else None
+        return None if known is None else known[0]
+
+    def admit(self, shard, reader, now):
+        """True when `reader` may read `shard` now; records the request either way."""
+        readers = self._readers.setdefault(shard, {})
+        for other in [r for r, (asked, _) in readers.items() if now - asked > self.WINDOW_SECONDS]:
+            del readers[other]
+        state = readers.setdefault(reader, [now, float("-inf")])
+        state[0] = now
+        if len(readers) > self.MAX_READERS:
+            longest_waiting = sorted(readers, key=lambda r: readers[r][1])[: self.MAX_READERS]
+            if reader not in longest_waiting:
+                return False
+        state[1] = now
+        return True
+
+
+def _reader_of(environ):
+    marked = environ.get(_READER_HEADER)
+    if marked:
+        return "mapping " + marked
+    key = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    return "client {} {}".format(key.group(1) if key else "?", environ.get("HTTP_USER_AGENT", ""))
+
+
+def _limit_exceeded(start_response):
+    body = json.dumps(
+        {
+            "__type": "com.amazonaws.dynamodb.v20120810#LimitExceededException",
+            "message": "More than 2 processes are reading from the same streams shard at the same time"
+            " (local platform: lib/local/moto_server.py)",
+        }
+    ).encode()
+    start_response(
+        "400 Bad Request",
+        [
+            ("Content-Type", "application/x-amz-json-1.0"),
+            ("Content-Length", str(len(body))),
+            ("x-amzn-RequestId", str(uuid.uuid4())),
+            ("x-amzn-ErrorType", "LimitExceededException"),
+            MARKER_HEADER,
+        ],
+    )
+    return [body]
+
+
+_reader_limit = (
+    None if os.environ.get("TENANG_STREAM_READER_LIMIT", "").lower() == "off" else StreamReaderLimit()
+)
+
 
 class SerializedDynamoDBApplication(moto.server.DomainDispatcherApplication):
     def __call__(self, environ, start_response):  # type: ignore[override]
-        def start_with_marker(status, headers, exc_info=None):
-            return start_response(status, list(headers) + [MARKER_HEADER], exc_info)
+        status = []
+
+        def start_with_marker(code, headers, exc_info=None):
+            status.append(code)
+            return start_response(code, list(headers) + [MARKER_HEADER], exc_info)
 
         target = environ.get("HTTP_X_AMZ_TARGET", "")
-        if target.startswith("DynamoDB"):
-            with _dynamodb_lock:
-                # moto builds the whole response inside the call; materialize it under the lock.
-                return list(super().__call__(environ, start_with_marker))
-        return super().__call__(environ, start_with_marker)
+        if not target.startswith("DynamoDB"):
+            return super().__call__(environ, start_with_marker)
+        operation = target[len(_STREAMS):] if target.startswith(_STREAMS) else None
+        limited = _reader_limit is not None and operation in ("GetShardIterator", "GetRecords")
+        request = {}
+        if limited:
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            try:
+                request = json.loads(body or b"{}")
+            except ValueError:
+                request = {}
+        with _dynamodb_lock:
+            now = time.monotonic()
+            shard = None
+            if limited and operation == "GetRecords":
+                shard = _reader_limit.shard(request.get("ShardIterator"))
+                if shard is not None and not _reader_limit.admit(shard, _reader_of(environ), now):
+                    return _limit_exceeded(start_response)
+            elif limited:
+                shard = (request.get("StreamArn"), request.get("ShardId"))
+            # moto builds the whole response inside the call; materialize it under the lock.
+            response = list(super().__call__(environ, start_with_marker))
+            if shard is not None and status and status[0].startswith("200"):
+                try:
+                    answer = json.loads(b"".join(response) or b"{}")
+                except ValueError:
+                    answer = {}
+                iterator = answer.get("ShardIterator" if operation == "GetShardIterator" else "NextShardIterator")
+                _reader_limit.remember(iterator, shard, now)
+            return response
 
 
 moto.server.DomainDispatcherApplication = SerializedDynamoDBApplication  # type: ignore[misc]

@@ -5,6 +5,11 @@
  * retryAttempts; with ReportBatchItemFailures the batch resumes from the first reported record;
  * a batch that exhausts its retries or whose records are older than maxRecordAge goes to the
  * on-failure destination as AWS's invocation record (metadata only) and the shard moves on.
+ *
+ * Each mapping is one reader of every shard (DynamoDB Streams allows two at a time): its reads
+ * carry {@link STREAM_READER_HEADER} so the platform's moto (lib/local/moto_server.py, which
+ * enforces the limit) tells the two mappings apart even when they share credentials (IAM off),
+ * and a throttled read (LimitExceededException) is retried by the SDK, then by the next poll.
  */
 import {
   DescribeStreamCommand,
@@ -15,6 +20,7 @@ import {
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { toDynamoDbRecord } from '../adapters/aws/stream-record';
+import { ThrottledReads } from '../adapters/aws/stream-read-throttles';
 import type { InvokeResult } from './function-host';
 
 /** A stream mapping's settings, as deployed. */
@@ -50,7 +56,15 @@ export interface StreamMappingStats {
   sentToOnFailure: number;
   /** Newest record's age when it was delivered, ms (the IteratorAge metric). */
   iteratorAgeMs: number;
+  /** GetRecords attempts answered LimitExceededException (more than two readers on a shard). */
+  throttledReads: number;
 }
+
+/**
+ * Header naming the mapping that reads (its UUID): lib/local/moto_server.py counts each mapping
+ * as one reader by it. Only the platform's pollers set it.
+ */
+export const STREAM_READER_HEADER = 'x-tenang-stream-reader';
 
 /** How long a shard poller waits after a read that found no records, ms: the stream's poll interval when idle. */
 export const IDLE_WAIT_MS = 200;
@@ -68,7 +82,11 @@ export class StreamEventSource {
     bisections: 0,
     sentToOnFailure: 0,
     iteratorAgeMs: 0,
+    throttledReads: 0,
   };
+  private readonly throttles = new ThrottledReads(() => {
+    this.stats.throttledReads += 1;
+  });
   private running = false;
   private workers: Promise<void>[] = [];
   private readonly region: string;
@@ -143,7 +161,9 @@ export class StreamEventSource {
         ).ShardIterator;
         if (pending.length < this.spec.batchSize && iterator !== undefined) {
           const out = await this.streams.send(
-            new GetRecordsCommand({ ShardIterator: iterator, Limit: this.spec.batchSize - pending.length }),
+            this.asReader(
+              new GetRecordsCommand({ ShardIterator: iterator, Limit: this.spec.batchSize - pending.length }),
+            ),
           );
           const records = out.Records ?? [];
           iterator = records.length === 0 ? undefined : out.NextShardIterator;
@@ -159,12 +179,26 @@ export class StreamEventSource {
         pending = pending.slice(batch.length);
         await this.process(shardId, batch);
       } catch (error) {
+        // A throttled read keeps its iterator: the next poll asks again from the same place.
+        this.throttles.note(error);
         this.log(`${this.spec.functionName}: shard ${shardId}: ${(error as Error).message}`);
         await sleep(IDLE_WAIT_MS * 5);
       } finally {
         this.active -= 1;
       }
     }
+  }
+
+  /** `command` as this mapping's read: named by the reader header, its throttled attempts counted. */
+  private asReader(command: GetRecordsCommand): GetRecordsCommand {
+    command.middlewareStack.add(
+      (next) => (args) => {
+        (args.request as { headers: Record<string, string> }).headers[STREAM_READER_HEADER] = this.spec.uuid;
+        return next(args);
+      },
+      { step: 'build', name: 'tenangStreamReader' },
+    );
+    return this.throttles.watch(command);
   }
 
   /** Delivers one batch until it succeeds or is given up on (then sent to the on-failure destination). */

@@ -3,13 +3,22 @@
  * functions, the Lambda control plane serving Invoke): the outbox relay crashes on every paid
  * order until its mapping gives the batches up to the on-failure queue (metadata only); the CLI
  * lists them, dry-runs, then reads the records back from the stream and invokes the relay, and
- * each paid order ends up with exactly one notification and one reservation.
+ * each paid order ends up with exactly one notification and one reservation. The platform's moto
+ * enforces DynamoDB Streams' two readers per shard (lib/local/moto_server.py): the two mappings
+ * are never throttled alone, a third reader is, and the replay (a third reader) still succeeds,
+ * reports its throttled reads, and leaves both consumers' iterator age bounded.
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
@@ -42,6 +51,46 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     if (value === undefined) throw new Error(`${consumer} has no ${name}`);
     return value;
   };
+
+  const sourceOf = (consumer: string): StreamEventSource => {
+    const fn = platform.functionNamed(consumer);
+    const source = platform.streamSources.find((s) => s.spec.functionName === fn);
+    if (source === undefined) throw new Error(`${fn} has no stream mapping`);
+    return source;
+  };
+
+  /** Reads a shard of `streamArn` twice in a row as another process; what each read answered. */
+  async function readAsThirdProcess(streamArn: string): Promise<string[]> {
+    const third = new DynamoDBStreamsClient({
+      endpoint: platform.env.endpoint,
+      region: platform.env.region,
+      credentials: { accessKeyId: 'third-reader', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
+    try {
+      const { StreamDescription } = await third.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+      const shards = StreamDescription?.Shards ?? [];
+      const { ShardIterator } = await third.send(
+        new GetShardIteratorCommand({
+          StreamArn: streamArn,
+          ShardId: shards[shards.length - 1]?.ShardId,
+          ShardIteratorType: 'LATEST',
+        }),
+      );
+      const answers: string[] = [];
+      for (let read = 0; read < 3; read += 1) {
+        try {
+          await third.send(new GetRecordsCommand({ ShardIterator }));
+          answers.push('served');
+        } catch (error) {
+          answers.push((error as Error).name);
+        }
+      }
+      return answers;
+    } finally {
+      third.destroy();
+    }
+  }
 
   const relaySource = (): StreamEventSource => {
     const fn = platform.functionNamed('outbox-relay');
@@ -126,6 +175,10 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
       return steady ? d.visible : undefined;
     }, 'the on-failure messages');
     const notifiedBeforeReplay = orders.map(notificationsFor);
+    // Only the two mappings have read the orders stream so far: neither was ever throttled.
+    const invalidator = sourceOf('cache-invalidator');
+    const throttledAlone = [invalidator.stats.throttledReads, source.stats.throttledReads];
+    const thirdReader = await readAsThirdProcess(source.spec.streamArn);
     const audit = (name: string): string => path.join(auditDir, `${name}.jsonl`);
 
     // Act
@@ -149,6 +202,31 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     const depthWhilePaused = await depth(onFailureUrl);
     const notifiedWhilePaused = orders.map(notificationsFor);
     const resumed = await cli('resume', 'outbox-relay');
+    // While the replay reads, orders keep changing: both consumers' iterator age is sampled from
+    // the batches their mappings deliver from now on (the relay's last one was a crashed retry).
+    const batchesBefore = [invalidator.stats.batches, source.stats.batches];
+    const ages = { invalidator: 0, relay: 0 };
+    const sample = (): void => {
+      if (invalidator.stats.batches > batchesBefore[0]!)
+        ages.invalidator = Math.max(ages.invalidator, invalidator.stats.iteratorAgeMs);
+      if (source.stats.batches > batchesBefore[1]!)
+        ages.relay = Math.max(ages.relay, source.stats.iteratorAgeMs);
+    };
+    let writing = true;
+    const created: number[] = [];
+    const writer = (async () => {
+      for (let n = 0; writing; n += 1) {
+        const answer = await callApi(platform.api.url, 'POST', '/orders', {
+          customerEmail: `replay-load+${runId}-${n}@example.com`,
+          lines: [{ sku: `${sku}-load`, quantity: 1 }],
+          amountMinor: 500,
+          currency: 'EUR',
+        });
+        created.push(answer.status);
+        sample();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
     const replayed = await cli(
       'dlq',
       'replay',
@@ -158,6 +236,20 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
       '--audit-log',
       audit('real'),
     );
+    writing = false;
+    await writer;
+    // Both mappings deliver what was written during the replay.
+    const writtenBy = [invalidator.stats.batches, source.stats.batches];
+    await until(
+      () =>
+        Promise.resolve(
+          invalidator.stats.batches > writtenBy[0]! && source.stats.batches > writtenBy[1]!
+            ? true
+            : undefined,
+        ),
+      'both mappings to deliver the writes made during the replay',
+    );
+    sample();
     await until(
       () => Promise.resolve(orders.every((o) => notificationsFor(o) >= 1) ? true : undefined),
       'a notification for every replayed order',
@@ -177,6 +269,11 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     );
     // Time for a second, wrong enqueue to show.
     await new Promise((r) => setTimeout(r, 3_000));
+
+    // Assess: two mappings alone are never throttled; a third reader reading at once again is
+    expect(throttledAlone).toEqual([0, 0]);
+    expect(thirdReader[0]).toBe('served');
+    expect(thirdReader).toContain('LimitExceededException');
 
     // Assess: the list shows the batches without consuming them
     expect(notifiedBeforeReplay).toEqual([0, 0]);
@@ -201,6 +298,7 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     // Assess: the dry run read the records and changed nothing
     type Replay = {
       summary: Record<string, number>;
+      throttledReads: number;
       messages: { outcome: string; orders: string[]; recordsRead: number }[];
     };
     expect(dry.code).toBe(0);
@@ -229,6 +327,15 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
       'function-failed': 0,
       failed: 0,
     });
+    expect(rr.throttledReads).toEqual(expect.any(Number));
+    expect(rr.summary['read-throttled']).toBe(0);
+    // Assess: the replay, a third reader while orders kept changing, left both consumers current
+    expect(created.length).toBeGreaterThan(0);
+    expect(created.every((status) => status === 201)).toBe(true);
+    expect(invalidator.stats.batches).toBeGreaterThan(batchesBefore[0]!);
+    expect(source.stats.batches).toBeGreaterThan(batchesBefore[1]!);
+    expect(ages.invalidator).toBeLessThan(5_000);
+    expect(ages.relay).toBeLessThan(5_000);
     expect(JSON.parse(again.out)).toMatchObject({ summary: { replayed: 0, failed: 0 } });
     expect(await depth(onFailureUrl)).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
     expect(orders.map(notificationsFor)).toEqual([1, 1]);

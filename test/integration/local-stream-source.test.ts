@@ -1,6 +1,8 @@
 /**
  * The local platform's DynamoDB stream event source mapping against moto's streams: bisect on
- * error, bounded retries, the on-failure destination, partial batch responses and record age.
+ * error, bounded retries, the on-failure destination, partial batch responses and record age;
+ * and DynamoDB Streams' limit of two readers per shard, which the platform's moto enforces
+ * (lib/local/moto_server.py).
  */
 import {
   CreateTableCommand,
@@ -8,7 +10,12 @@ import {
   PutItemCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import {
   CreateQueueCommand,
   DeleteQueueCommand,
@@ -17,6 +24,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type { InvokeResult } from '../../lib/local/function-host';
+import { ThrottledReads } from '../../lib/adapters/aws/stream-read-throttles';
 import { StreamEventSource, type StreamMappingSpec } from '../../lib/local/stream-event-source';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
 
@@ -232,5 +240,67 @@ describe('Class: StreamEventSource (moto)', () => {
 
     // Assess
     expect(invocations).toBe(0);
+  });
+
+  it('when two mappings poll a shard, they are never throttled, and a third reader reading twice in a row is (LimitExceededException)', async () => {
+    // Prepare: two mappings (the platform's two stream consumers) polling one table's stream.
+    const arn = await tableWithItems(['t1', 't2']);
+    const delivered = { first: 0, second: 0 };
+    const mapping = (uuid: string, key: keyof typeof delivered): StreamEventSource =>
+      new StreamEventSource(spec(arn, { uuid, functionName: `fn-${uuid}` }), streams, sqs, {
+        isEnabled: () => true,
+        invoke: (event) => {
+          delivered[key] += event.Records.length;
+          return Promise.resolve(ok());
+        },
+      });
+    const first = mapping('mapping-first', 'first');
+    const second = mapping('mapping-second', 'second');
+    // A third process, as the CLI is: its own credentials, no SDK retries, so each throttle shows.
+    const third = new DynamoDBStreamsClient({
+      endpoint: process.env.AWS_ENDPOINT_URL,
+      region: process.env.AWS_REGION,
+      credentials: { accessKeyId: 'third-reader', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
+    const throttles = new ThrottledReads();
+    const outcomes: string[] = [];
+    try {
+      await first.start();
+      await second.start();
+      await until(() => delivered.first === 2 && delivered.second === 2, 'both mappings to read the records');
+      // Both poll while the shard is idle: a second of reads with no third reader.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const quiet = [first.stats.throttledReads, second.stats.throttledReads];
+
+      // Act: read the shard from the start, page after page, at once.
+      const { StreamDescription } = await third.send(new DescribeStreamCommand({ StreamArn: arn }));
+      const { ShardIterator } = await third.send(
+        new GetShardIteratorCommand({
+          StreamArn: arn,
+          ShardId: StreamDescription?.Shards?.[0]?.ShardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
+      );
+      for (let read = 0; read < 4; read += 1) {
+        try {
+          await third.send(throttles.watch(new GetRecordsCommand({ ShardIterator, Limit: 1 })));
+          outcomes.push('served');
+        } catch (error) {
+          outcomes.push(throttles.note(error) ? 'throttled' : String(error));
+        }
+      }
+
+      // Assess
+      expect(quiet).toEqual([0, 0]);
+      expect(outcomes[0]).toBe('served');
+      expect(outcomes).toContain('throttled');
+      expect(outcomes.filter((o) => o !== 'served' && o !== 'throttled')).toEqual([]);
+      expect(throttles.count).toBe(outcomes.filter((o) => o === 'throttled').length);
+    } finally {
+      await first.stop();
+      await second.stop();
+      third.destroy();
+    }
   });
 });

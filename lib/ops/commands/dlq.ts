@@ -212,8 +212,15 @@ queue, and the replay says what to do instead (cache invalidator: \`tenang cache
 outbox relay: nothing automatic, the range and any orders read are named). The outbox relay
 sheds notifications in degrade mode: replay after leaving it. A paused stream consumer is not
 replayed (the invocation would bypass the pause): resume it first, or pass --while-paused when
-the replay is the point of the pause. --error-class and --since are job-type filters. Exit code 1 when any message is left (records missing, function failed,
-unreadable).
+the replay is the point of the pause. The replay is a third reader of each shard both
+consumers' mappings read, and DynamoDB Streams allows two at a time: its reads, and the
+mappings' while it reads, may be throttled (LimitExceededException). It pauses neither mapping
+(a pause costs stale cache reads or late follow-ups while it lasts, and longer if an
+interrupted replay leaves it on); it backs off with jitter and retries each throttled read, and
+the output (JSON: throttledReads) says how many were throttled. A batch whose reads stay
+throttled through the backoff stays in the queue (read-throttled): run the replay again.
+--error-class and --since are job-type filters. Exit code 1 when any message is left (records
+missing, reads throttled, function failed, unreadable).
 
 Examples:
   $ tenang dlq replay notification.send --dry-run
@@ -234,7 +241,10 @@ Examples:
         if (replay === undefined) return ctx.out('nothing changed');
         printStreamReplay(ctx, replay, opts.json === true);
         const left =
-          replay.summary['records-missing'] + replay.summary['function-failed'] + replay.summary.failed;
+          replay.summary['records-missing'] +
+          replay.summary['read-throttled'] +
+          replay.summary['function-failed'] +
+          replay.summary.failed;
         if (left > 0) {
           throw new CommandFailedError(
             `${left} failed batch(es) could not be replayed and stay in ${stream.onFailureQueueName}; see ${replay.auditLog}`,
@@ -359,6 +369,7 @@ function printStreamReplay(ctx: CliContext, replay: StreamFailureReplay, json: b
           dryRun,
           auditLog: replay.auditLog,
           summary,
+          throttledReads: replay.throttledReads,
           messages: outcomes.map(jsonStreamOutcome),
         },
         null,
@@ -391,6 +402,9 @@ function printStreamReplay(ctx: CliContext, replay: StreamFailureReplay, json: b
     `${dryRun ? '[dry run: nothing was invoked or deleted] ' : ''}${replay.consumer} (${functionName})`,
   );
   ctx.out(renderTable(Object.keys(summary), [cell(summary)]));
+  ctx.out(
+    `throttled reads: ${replay.throttledReads} (LimitExceededException: more than two readers of a shard; backed off and retried)`,
+  );
   ctx.out(`audit log: ${replay.auditLog}`);
 }
 

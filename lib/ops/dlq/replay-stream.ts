@@ -2,9 +2,12 @@
  * `dlq replay <stream-consumer>` (R5 for D6 and C2): refuses a paused consumer (the replay
  * invokes its function directly, bypassing the pause) unless --while-paused, receives the
  * on-failure messages, reads each batch back from the stream, asks, and invokes the consumer
- * once per batch at the given rate with an audit trail (lib/ops/dlq/stream-replay.ts).
+ * once per batch at the given rate with an audit trail (lib/ops/dlq/stream-replay.ts). Its reads
+ * are a third reader of each shard beside the two mappings: throttled reads are backed off,
+ * retried and counted (throttledReads), and no mapping is paused for them.
  * lib/ops/commands/dlq.ts prints the outcome.
  */
+import { ThrottledReads } from '../../adapters/aws/stream-read-throttles';
 import type { ResolvedStreamConsumer } from '../../config';
 import { mappingStatus } from '../../core/reconcile';
 import { CommandFailedError, type CliContext, type Prompt } from '../cli-context';
@@ -29,6 +32,8 @@ export interface StreamFailureReplay {
   readonly dryRun: boolean;
   readonly auditLog: string;
   readonly summary: Record<StreamReplayOutcomeKind, number>;
+  /** GetRecords attempts answered LimitExceededException (more than two readers on a shard). */
+  readonly throttledReads: number;
   readonly outcomes: readonly StreamReplayOutcome[];
 }
 
@@ -58,8 +63,9 @@ export async function replayStreamFailures(
   const perBatchSeconds = stream.function.timeoutSeconds + 1 / opts.rate;
   const visibilitySeconds = Math.min(43_200, Math.ceil(300 + opts.max * perBatchSeconds));
   const received = await receiveDeadLetters(ctx.clients.sqs, dlqUrl, { max: opts.max, visibilitySeconds });
+  const throttles = new ThrottledReads();
   const plan = await planOrRelease(ctx, dlqUrl, received, () =>
-    planStreamReplay(ctx.clients.streams, received.map(toStreamFailure)),
+    planStreamReplay(ctx.clients.streams, received.map(toStreamFailure), { throttles }),
   );
   const question = (): string => {
     const readable = plan.filter((p) => p.read?.kind === 'complete');
@@ -87,6 +93,7 @@ export async function replayStreamFailures(
     dryRun,
     auditLog: trail.path,
     summary: summarizeStreamReplay(outcomes),
+    throttledReads: throttles.count,
     outcomes,
   };
 }

@@ -7,6 +7,17 @@
  * is safe because both consumers are idempotent (the invalidator fences by version, the relay
  * derives dedup ids from order and version). The stream keeps records 24 h: after that, the
  * message stays and the replay says what to do instead.
+ *
+ * The replay is a third reader of a shard both consumers' mappings already read, and AWS allows
+ * two ("No more than two processes at most should be reading from the same streams shard at the
+ * same time. Having more than two readers per shard can result in throttling.", DynamoDB
+ * developer guide): its GetRecords may be answered LimitExceededException, and the mappings'
+ * reads too while it reads (their iterator age rises). It pauses neither mapping: a pause costs
+ * stale cache reads (invalidator) or late follow-ups (relay) for as long as it lasts, and one
+ * left behind by an interrupted replay costs them until someone notices, while the replay reads
+ * for a few requests per batch. Instead each read backs off with full jitter on a throttle
+ * (bounded, lib/core/backoff.ts) and the replay reports how many reads were throttled; a batch
+ * whose reads stay throttled is left in the queue as `read-throttled`, never counted failed.
  */
 import {
   GetRecordsCommand,
@@ -19,7 +30,10 @@ import { DeleteMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { readOrderChange } from '../../adapters/aws/order-stream';
 import { toDynamoDbRecord } from '../../adapters/aws/stream-record';
+import { ThrottledReads } from '../../adapters/aws/stream-read-throttles';
 import * as z from '../../config/zod';
+import type { RetryPolicy } from '../../config/schema';
+import { fullJitterDelaySeconds, type Random } from '../../core/backoff';
 import { cacheKeyspace, entityPrefix } from '../../core/cache-keys';
 import { releaseDeadLetters, type ReceivedDeadLetter } from './messages';
 
@@ -30,6 +44,26 @@ export const STREAM_RETENTION_MS = 24 * 3600 * 1000;
 const MAX_EMPTY_READS = 3;
 /** GetRecords' largest Limit. */
 const MAX_RECORDS_PER_READ = 1000;
+
+/**
+ * Backoff between GetRecords answered LimitExceededException (after the SDK's own retries):
+ * 0–1 s, 0–2 s, then up to 4 s, full jitter. @default 1 s base, 4 s cap
+ */
+export const READ_THROTTLE_BACKOFF: RetryPolicy = { baseDelaySeconds: 1, maxDelaySeconds: 4 };
+/** Throttled answers in a row after which a batch's read gives up (the message stays). @default 6 */
+export const MAX_THROTTLED_READS_IN_A_ROW = 6;
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How a replay reads the stream: its throttle count and backoff. */
+export interface StreamReadPolicy {
+  /** Counts every throttled GetRecords attempt. */
+  readonly throttles: ThrottledReads;
+  /** @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** @default Math.random */
+  readonly random?: Random;
+}
 
 /** The batch an on-failure message describes (AWS's DDBStreamBatchInfo). */
 export interface StreamBatchInfo {
@@ -172,7 +206,9 @@ export function streamFailureRow(f: StreamFailure): Record<string, string | numb
 export type BatchRead =
   | { readonly kind: 'complete'; readonly records: readonly DynamoDBRecord[] }
   /** Some or all records are no longer in the stream (trimmed after 24 h, or the shard is gone). */
-  | { readonly kind: 'missing'; readonly records: readonly DynamoDBRecord[]; readonly reason: string };
+  | { readonly kind: 'missing'; readonly records: readonly DynamoDBRecord[]; readonly reason: string }
+  /** GetRecords stayed throttled (LimitExceededException) through the backoff: try again later. */
+  | { readonly kind: 'throttled'; readonly records: readonly DynamoDBRecord[]; readonly reason: string };
 
 /** Errors meaning the stream no longer holds what was asked for. */
 const GONE = new Set(['TrimmedDataAccessException', 'ResourceNotFoundException']);
@@ -184,12 +220,17 @@ function goneReason(error: unknown): string | undefined {
 /**
  * Reads the batch's records, startSequenceNumber to endSequenceNumber inclusive, in the shape the
  * mapping delivers them. Stops at the end of the range, at the end of a closed shard, or after a
- * few empty answers of an open one. Errors other than "no longer in the stream" are thrown.
+ * few empty answers of an open one. A throttled read is retried with the same iterator after a
+ * jittered backoff, up to MAX_THROTTLED_READS_IN_A_ROW times. Errors other than "no longer in the
+ * stream" and throttling are thrown.
  */
 export async function readBatchRecords(
   streams: DynamoDBStreamsClient,
   batch: StreamBatchInfo,
+  policy: StreamReadPolicy = { throttles: new ThrottledReads() },
 ): Promise<BatchRead> {
+  const sleep = policy.sleep ?? defaultSleep;
+  const random = policy.random ?? Math.random;
   const start = BigInt(batch.startSequenceNumber);
   const end = BigInt(batch.endSequenceNumber);
   const region = batch.streamArn.split(':')[3] ?? '';
@@ -212,20 +253,35 @@ export async function readBatchRecords(
   }
   let reachedEnd = false;
   let emptyReads = 0;
+  let throttledInARow = 0;
   while (iterator !== undefined && !reachedEnd && emptyReads < MAX_EMPTY_READS) {
     let out: GetRecordsCommandOutput;
     try {
       out = await streams.send(
-        new GetRecordsCommand({
-          ShardIterator: iterator,
-          Limit: Math.min(MAX_RECORDS_PER_READ, Math.max(1, batch.batchSize - records.length)),
-        }),
+        policy.throttles.watch(
+          new GetRecordsCommand({
+            ShardIterator: iterator,
+            Limit: Math.min(MAX_RECORDS_PER_READ, Math.max(1, batch.batchSize - records.length)),
+          }),
+        ),
       );
     } catch (error) {
+      if (policy.throttles.note(error)) {
+        throttledInARow += 1;
+        if (throttledInARow >= MAX_THROTTLED_READS_IN_A_ROW)
+          return {
+            kind: 'throttled',
+            records,
+            reason: `GetRecords on shard ${batch.shardId} was throttled (LimitExceededException: more than two readers) ${throttledInARow} times in a row; replay again later, or when a consumer is paused for another reason`,
+          };
+        await sleep(fullJitterDelaySeconds(READ_THROTTLE_BACKOFF, throttledInARow, random) * 1000);
+        continue;
+      }
       const gone = goneReason(error);
       if (gone === undefined) throw error;
       return missing(`the stream no longer holds the batch (${gone})`);
     }
+    throttledInARow = 0;
     const page = out.Records ?? [];
     emptyReads = page.length === 0 ? emptyReads + 1 : 0;
     for (const raw of page) {
@@ -344,7 +400,7 @@ export function missingRecordsAdvice(
 
 /** What became of one on-failure message. */
 export type StreamReplayOutcomeKind =
-  'replayed' | 'would-replay' | 'records-missing' | 'function-failed' | 'failed';
+  'replayed' | 'would-replay' | 'records-missing' | 'read-throttled' | 'function-failed' | 'failed';
 
 /** One on-failure message with its records read back. */
 export interface PlannedStreamReplay {
@@ -358,11 +414,14 @@ export interface PlannedStreamReplay {
 export async function planStreamReplay(
   streams: DynamoDBStreamsClient,
   failures: readonly StreamFailure[],
+  policy: StreamReadPolicy = { throttles: new ThrottledReads() },
 ): Promise<PlannedStreamReplay[]> {
   const planned: PlannedStreamReplay[] = [];
   for (const failure of failures) {
     const read =
-      failure.record === undefined ? undefined : await readBatchRecords(streams, failure.record.batch);
+      failure.record === undefined
+        ? undefined
+        : await readBatchRecords(streams, failure.record.batch, policy);
     planned.push({ failure, read, orders: ordersOf(read?.records ?? []) });
   }
   return planned;
@@ -414,8 +473,6 @@ export interface StreamReplayRun {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 const errorText = (caught: unknown): string =>
   caught instanceof Error ? `${caught.name}: ${caught.message}` : String(caught);
 
@@ -447,6 +504,10 @@ export async function executeStreamReplay(
     } else if (read.kind === 'missing') {
       outcome = 'records-missing';
       reason = `${read.reason}; ${missingRecordsAdvice(run.stage, run.consumer, failure.record.batch, item.orders)}`;
+      untouched.push(failure.message);
+    } else if (read.kind === 'throttled') {
+      outcome = 'read-throttled';
+      reason = read.reason;
       untouched.push(failure.message);
     } else if (run.dryRun) {
       outcome = 'would-replay';
@@ -519,6 +580,7 @@ export function summarizeStreamReplay(
     replayed: 0,
     'would-replay': 0,
     'records-missing': 0,
+    'read-throttled': 0,
     'function-failed': 0,
     failed: 0,
   };

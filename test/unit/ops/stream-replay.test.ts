@@ -6,6 +6,7 @@ import {
   DynamoDBStreamsClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
+  LimitExceededException,
   TrimmedDataAccessException,
   type _Record as StreamRecordRaw,
 } from '@aws-sdk/client-dynamodb-streams';
@@ -22,11 +23,13 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { run } from '../../../bin/tenang';
+import { ThrottledReads } from '../../../lib/adapters/aws/stream-read-throttles';
 import type { Prompt } from '../../../lib/ops/cli-context';
 import type { ReceivedDeadLetter } from '../../../lib/ops/dlq/messages';
 import {
   executeStreamReplay,
   invokeBatch,
+  MAX_THROTTLED_READS_IN_A_ROW,
   missingRecordsAdvice,
   parseInvocationRecord,
   planStreamReplay,
@@ -123,6 +126,12 @@ function deadLetter(body: unknown, messageId = 'm-1'): ReceivedDeadLetter {
 const streams = mockClient(DynamoDBStreamsClient);
 const lambda = mockClient(LambdaClient);
 const sqs = mockClient(SQSClient);
+
+const throttled = (): LimitExceededException =>
+  new LimitExceededException({
+    message: 'More than 2 processes are reading from the same streams shard at the same time',
+    $metadata: { httpStatusCode: 400 },
+  });
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
@@ -340,6 +349,62 @@ describe('Function: readBatchRecords', () => {
 
     // Assess
     expect(read.kind === 'missing' && read.reason).toContain('first record 100');
+  });
+
+  it('when GetRecords is throttled, it backs off with full jitter, reads on with the same iterator and counts the throttles', async () => {
+    // Prepare: throttled twice (more than two readers of the shard), then served.
+    streams
+      .on(GetRecordsCommand)
+      .rejectsOnce(throttled())
+      .rejectsOnce(throttled())
+      .resolves({
+        Records: [rawRecord('100'), rawRecord('200'), rawRecord('300')],
+        NextShardIterator: 'it-1',
+      });
+    const throttles = new ThrottledReads();
+    const slept: number[] = [];
+
+    // Act
+    const read = await readBatchRecords(streams as unknown as DynamoDBStreamsClient, batch(), {
+      throttles,
+      sleep: (ms) => {
+        slept.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.99,
+    });
+
+    // Assess: ceilings 1 s then 2 s (READ_THROTTLE_BACKOFF), the random at its top end.
+    expect(read.kind).toBe('complete');
+    expect(read.records.map((r) => r.dynamodb?.SequenceNumber)).toEqual(['100', '200', '300']);
+    expect(slept).toEqual([1_000, 2_000]);
+    expect(throttles.count).toBe(2);
+    expect(streams).toHaveReceivedCommandTimes(GetShardIteratorCommand, 1);
+    expect(streams.commandCalls(GetRecordsCommand).map((c) => c.args[0].input.ShardIterator)).toEqual([
+      'it-0',
+      'it-0',
+      'it-0',
+    ]);
+  });
+
+  it('when GetRecords stays throttled, it gives up after a bounded number of reads and says so, without throwing', async () => {
+    // Prepare
+    // A new error per attempt, as the SDK raises them.
+    streams.on(GetRecordsCommand).callsFake(() => Promise.reject(throttled()));
+    const throttles = new ThrottledReads();
+
+    // Act
+    const read = await readBatchRecords(streams as unknown as DynamoDBStreamsClient, batch(), {
+      throttles,
+      sleep: () => Promise.resolve(),
+      random: () => 0.5,
+    });
+
+    // Assess
+    expect(read.kind).toBe('throttled');
+    expect(read.kind === 'throttled' && read.reason).toContain('LimitExceededException');
+    expect(throttles.count).toBe(MAX_THROTTLED_READS_IN_A_ROW);
+    expect(streams).toHaveReceivedCommandTimes(GetRecordsCommand, MAX_THROTTLED_READS_IN_A_ROW);
   });
 
   it('when reading fails for another reason, it throws', async () => {
@@ -561,9 +626,34 @@ describe('Function: executeStreamReplay', () => {
       replayed: 0,
       'would-replay': 0,
       'records-missing': 1,
+      'read-throttled': 0,
       'function-failed': 0,
       failed: 1,
     });
+  });
+
+  it('when the reads stay throttled, it keeps the message as read-throttled, not failed, and invokes nothing', async () => {
+    // Prepare
+    // A new error per attempt, as the SDK raises them.
+    streams.on(GetRecordsCommand).callsFake(() => Promise.reject(throttled()));
+    const plan = await planStreamReplay(
+      streams as unknown as DynamoDBStreamsClient,
+      [toStreamFailure(onFailure('100', '200', 2, 'm-1'))],
+      { throttles: new ThrottledReads(), sleep: () => Promise.resolve(), random: () => 0 },
+    );
+
+    // Act
+    const outcomes = await executeStreamReplay(clients(), plan, replayRun());
+
+    // Assess
+    expect(outcomes.map((o) => o.outcome)).toEqual(['read-throttled']);
+    expect(outcomes[0]?.reason).toContain('replay again later');
+    expect(lambda).not.toHaveReceivedCommand(InvokeCommand);
+    expect(sqs).not.toHaveReceivedCommand(DeleteMessageCommand);
+    expect(sqs).toHaveReceivedCommandWith(ChangeMessageVisibilityBatchCommand, {
+      Entries: [{ Id: '0', ReceiptHandle: 'rh-m-1', VisibilityTimeout: 0 }],
+    });
+    expect(summarizeStreamReplay(outcomes)).toMatchObject({ 'read-throttled': 1, failed: 0 });
   });
 });
 
@@ -677,6 +767,33 @@ describe('Command: tenang dlq <stream-consumer>', () => {
     expect(sqs).toHaveReceivedCommand(ChangeMessageVisibilityBatchCommand);
   });
 
+  it('when a read is throttled (a third reader of the shard), the replay backs off, still replays, and reports the throttled read', async () => {
+    // Prepare
+    streams
+      .on(GetRecordsCommand)
+      .rejectsOnce(throttled())
+      .resolves({ Records: [rawRecord('100', 'o-a'), rawRecord('200', 'o-b')], NextShardIterator: 'it-1' });
+
+    // Act
+    const json = await cli([
+      'dlq',
+      'replay',
+      'outbox-relay',
+      '--yes',
+      '--json',
+      '--audit-log',
+      path.join(auditDir, 'j.jsonl'),
+    ]);
+
+    // Assess
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.out)).toMatchObject({
+      summary: { replayed: 1, 'read-throttled': 0, failed: 0 },
+      throttledReads: 1,
+    });
+    expect(lambda).toHaveReceivedCommandTimes(InvokeCommand, 1);
+  });
+
   it('when replaying with --yes, it invokes the deployed function, deletes the message and writes the audit line', async () => {
     // Prepare
     const auditLog = path.join(auditDir, 'replay.jsonl');
@@ -691,6 +808,7 @@ describe('Command: tenang dlq <stream-consumer>', () => {
       functionName: FUNCTION,
       dryRun: false,
       summary: { replayed: 1, failed: 0 },
+      throttledReads: 0,
       messages: [{ messageId: 'm-1', orders: ['o-a', 'o-b'], outcome: 'replayed' }],
     });
     expect(lambda).toHaveReceivedCommandWith(InvokeCommand, { FunctionName: FUNCTION });
