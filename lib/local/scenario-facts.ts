@@ -15,9 +15,11 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
   type DynamoDBStreamsClient,
+  type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
 import { ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
+import { isStreamReadThrottle } from '../adapters/aws/stream-read-throttles';
 import { DLQ_ATTRIBUTE } from '../adapters/aws/sqs-job-runner';
 import { TABLE_KEYS } from '../config/tables';
 import type { DlqEntry } from './report-model';
@@ -187,6 +189,28 @@ export async function readStock(
 /** Records per GetRecords call when reading a stream back. */
 const STREAM_PAGE = 1_000;
 
+/** Throttled reads in a row after which the scenario's stream read gives up. */
+const MAX_THROTTLED_READS = 10;
+
+/**
+ * One GetRecords page. The scenario's read is a third reader of the shard beside the two stream
+ * mappings, so the platform may answer LimitExceededException (DynamoDB Streams' documented limit
+ * of two readers per shard, lib/local/moto_server.py): wait a jittered moment and read again.
+ */
+async function getRecordsWithinReaderLimit(
+  streams: DynamoDBStreamsClient,
+  iterator: string,
+): Promise<GetRecordsCommandOutput> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: STREAM_PAGE }));
+    } catch (error) {
+      if (!isStreamReadThrottle(error) || attempt >= MAX_THROTTLED_READS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 + Math.floor(Math.random() * 800)));
+    }
+  }
+}
+
 /**
  * Every record of a DynamoDB stream, read with fresh shard iterators from TRIM_HORIZON: what the
  * stream holds now, whatever the stream mappings' own iterators saw.
@@ -208,7 +232,7 @@ export async function readStreamRecords(
       )
     ).ShardIterator;
     while (iterator !== undefined) {
-      const out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: STREAM_PAGE }));
+      const out = await getRecordsWithinReaderLimit(streams, iterator);
       for (const r of out.Records ?? []) {
         const sequence = r.dynamodb?.SequenceNumber;
         if (sequence === undefined) continue;
