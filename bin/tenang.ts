@@ -27,6 +27,7 @@ import { register as registerAudit } from '../lib/ops/commands/audit';
 import { register as registerDegrade } from '../lib/ops/commands/degrade';
 import { register as registerDlq } from '../lib/ops/commands/dlq';
 import { register as registerPause } from '../lib/ops/commands/pause';
+import { register as registerPreflight } from '../lib/ops/commands/preflight';
 import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
@@ -41,6 +42,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDegrade,
   registerDlq,
   registerAudit,
+  registerPreflight,
   registerLock,
   registerCache,
   // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
@@ -148,7 +150,7 @@ export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = (
   };
   program
     .description(
-      'Operate a tenang pipeline: status, pause/resume, degrade mode, DLQ inspection and replay, locks, cache invalidation, audit, drills',
+      'Operate a tenang pipeline: status, pause/resume, degrade mode, DLQ inspection and replay, locks, cache invalidation, audit, preflight, drills',
     )
     .addOption(
       new Option('--stage <name>', 'stage to operate').default(env.TENANG_STAGE ?? 'dev').env('TENANG_STAGE'),
@@ -170,6 +172,7 @@ Examples:
   $ tenang lock list --orphans
   $ tenang cache invalidate --entity order:123
   $ tenang audit --live
+  $ tenang preflight
   $ tenang drill --list
 
 Runbooks: runbooks/README.md (every step there is one of these commands).`,

@@ -6,6 +6,7 @@
  */
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
@@ -43,6 +44,8 @@ export interface CliClients {
   readonly lambda: LambdaClient;
   readonly cloudwatch: CloudWatchClient;
   readonly cloudformation: CloudFormationClient;
+  /** CloudWatch Logs (`tenang preflight` looks up retained log groups). */
+  readonly logs: CloudWatchLogsClient;
 }
 
 /** How a destructive command asks before acting. */
@@ -140,6 +143,8 @@ export function contextFromEnv(
       lambda: new LambdaClient(base('LAMBDA')),
       cloudwatch: new CloudWatchClient(base('CLOUDWATCH')),
       cloudformation: new CloudFormationClient(base('CLOUDFORMATION')),
+      // The SDK's own variable for this service is AWS_ENDPOINT_URL_CLOUDWATCH_LOGS.
+      logs: new CloudWatchLogsClient(base('CLOUDWATCH_LOGS')),
     });
   };
   const name = stackName(stage);

@@ -119,6 +119,36 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     );
     expect(result.err).toContain(`audit --live: listing the resources of stack tenang-${STAGE}`);
     expect(result.err).toContain('audit --live: reading the alarms of the account and region');
+    // The preflight (P5) over the deployed stage: every fixed name is the stack's own; the
+    // emulator target's template checks no bootstrap version; moto 5.2.1 does not implement
+    // GetAccountSettings, so concurrency is not checkable here (unit tests judge it).
+    expect(result.items['Tenang-P5-RetainedResources']).toMatchObject({ status: 'pass' });
+    expect(result.items['Tenang-P5-RetainedResources']?.resources).toContain(`table tenang-${STAGE}-orders`);
+    expect(result.items['Tenang-P5-Bootstrap']?.status).toBe('pass');
+    expect(result.items['Tenang-P5-RegionServices']?.status).toBe('pass');
+    expect(result.items['Tenang-P5-Concurrency']?.status).toBe('not-checkable');
+    expect(result.items['Tenang-P5-Concurrency']?.why).toMatch(
+      /GetAccountSettings: the endpoint does not implement it/,
+    );
+    expect(result.items['Tenang-P5-RegionFeatures']?.status).toBe('not-checkable');
+  });
+
+  it('when the stage is deployed, tenang preflight passes it (exit 0) from the deployed template', async () => {
+    // Act
+    const { code, out, err } = await runCaptured(['preflight', '--json']);
+
+    // Assess
+    const checks = Object.fromEntries(
+      (JSON.parse(out) as { id: string; status: string; message: string }[]).map((c) => [c.id, c]),
+    );
+    expect(code).toBe(0);
+    expect(err).toContain(`preflight: the stage as the deployed stack tenang-${STAGE} declares it`);
+    expect(checks['retained-resources']?.status).toBe('pass');
+    expect(checks['retained-resources']?.message).toMatch(
+      new RegExp(`stack tenang-${STAGE} \\((CREATE|UPDATE)_COMPLETE\\)`),
+    );
+    expect(checks['region-services']?.status).toBe('pass');
+    expect(checks.concurrency?.status).toBe('skipped');
   });
 
   it("when a queue's visibility timeout is lowered live, D2 fails naming the queue and the audit exits 1", async () => {

@@ -30,6 +30,7 @@ import type { CompositeAlarm, MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import type { TimeToLiveDescription } from '@aws-sdk/client-dynamodb';
 import type { EventSourceMappingConfiguration, FunctionConfiguration } from '@aws-sdk/client-lambda';
 import { checklistItem, type ChecklistItem } from './checklist';
+import { evaluatePreflight, preflightChecklist, type PreflightFacts } from './preflight';
 import {
   ALARM,
   COMPOSITE_ALARM,
@@ -83,6 +84,8 @@ export interface LiveStackAnswers {
   readonly metricAlarms: readonly MetricAlarm[];
   /** Every composite alarm of the account and region; the model keeps the stack's. */
   readonly compositeAlarms: readonly CompositeAlarm[];
+  /** What the preflight checks judge (P5, preflight.ts). @default - not read: no preflight items */
+  readonly preflight?: PreflightFacts;
 }
 
 /** Whether a rule can be evaluated over a live account, and if not, why. */
@@ -327,10 +330,15 @@ export function liveTemplateModel(answers: LiveStackAnswers): TemplateModel {
   return { Resources: resources };
 }
 
-/** The checklist over the deployed stack: one item per template rule, in checklist order. */
+/**
+ * The checklist over the deployed stack: one item per template rule, in checklist order, then
+ * the preflight's checks (P5) when the answers carry them.
+ */
 export function auditLive(answers: LiveStackAnswers): ChecklistItem[] {
   const index = new TemplateIndex(liveTemplateModel(answers));
-  return TEMPLATE_RULES.map((rule) => {
+  const preflight =
+    answers.preflight === undefined ? [] : preflightChecklist(evaluatePreflight(answers.preflight));
+  const items = TEMPLATE_RULES.map((rule): ChecklistItem => {
     const item = { ruleId: ruleId(rule), featureId: rule.featureId, title: rule.title };
     const coverage = liveCoverage(rule);
     if (!coverage.checkable) {
@@ -341,4 +349,5 @@ export function auditLive(answers: LiveStackAnswers): ChecklistItem[] {
       rule.check(index).map((f) => ({ resource: f.logicalId, compliant: f.compliant, why: f.why })),
     );
   });
+  return [...items, ...preflight];
 }

@@ -21,6 +21,7 @@ import {
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { listStackResources, queueNameFromUrl, type DeployedResource } from '../../adapters/aws/deployment';
 import type { LiveQueue, LiveStackAnswers, LiveTable } from './live-audit';
+import { hasPreflightClients, readLivePreflight } from './preflight-reader';
 
 /** The clients the live audit reads with (the CLI context's clients satisfy it). */
 export interface LiveAuditClients {
@@ -168,6 +169,10 @@ export async function readLiveStack(
 
   progress('reading the alarms of the account and region');
   const { metricAlarms, compositeAlarms } = await readAlarms(clients.cloudwatch);
+  // The preflight's checks (P5), when the clients can read them (the CLI's can).
+  const preflight = hasPreflightClients(clients)
+    ? await readLivePreflight(clients, stackName, resources, progress)
+    : undefined;
 
   return {
     stackName,
@@ -179,5 +184,6 @@ export async function readLiveStack(
     tables,
     metricAlarms,
     compositeAlarms,
+    ...(preflight === undefined ? {} : { preflight }),
   };
 }

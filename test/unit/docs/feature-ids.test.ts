@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PipelineConfig } from '../../../lib/config';
 import { auditPipelineConfig } from '../../../lib/infra/audit/config-audit';
+import { PREFLIGHT_FEATURE_ID, PREFLIGHT_RULES } from '../../../lib/infra/audit/preflight';
 import { TEMPLATE_RULES, ruleId } from '../../../lib/infra/audit/rules';
 import {
   FEATURES_PAGE,
@@ -131,6 +132,7 @@ describe('Feature ids', () => {
           featureId: i.featureId,
           title: i.title,
         })),
+        ...Object.values(PREFLIGHT_RULES).map((r) => ({ ...r, featureId: PREFLIGHT_FEATURE_ID })),
       ];
 
       // Act

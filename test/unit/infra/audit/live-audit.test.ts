@@ -15,12 +15,15 @@ import {
   type CompositeAlarm,
   type MetricAlarm,
 } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchLogsClient, DescribeLogGroupsCommand } from '@aws-sdk/client-cloudwatch-logs';
 import {
+  DescribeTableCommand,
   DescribeTimeToLiveCommand,
   DynamoDBClient,
   type TimeToLiveDescription,
 } from '@aws-sdk/client-dynamodb';
 import {
+  GetAccountSettingsCommand,
   GetEventSourceMappingCommand,
   GetFunctionConfigurationCommand,
   LambdaClient,
@@ -29,6 +32,7 @@ import {
   type FunctionConfiguration,
 } from '@aws-sdk/client-lambda';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { run } from '../../../../bin/tenang';
@@ -211,6 +215,9 @@ const sqs = mockClient(SQSClient);
 const lambda = mockClient(LambdaClient);
 const dynamodb = mockClient(DynamoDBClient);
 const cloudwatch = mockClient(CloudWatchClient);
+// The preflight's clients (P5): the CLI's live audit reads them too.
+const logs = mockClient(CloudWatchLogsClient);
+const ssm = mockClient(SSMClient);
 
 /** Splits a list into two pages joined by a token, so every list call must paginate. */
 function pages<T>(items: readonly T[]): [T[], T[]] {
@@ -257,6 +264,23 @@ function mockAccount(account: Account): void {
     .resolves({ MetricAlarms: metric1, CompositeAlarms: [], NextToken: 'a2' })
     .on(DescribeAlarmsCommand, { NextToken: 'a2' })
     .resolves({ MetricAlarms: metric2, CompositeAlarms: account.compositeAlarms });
+  mockPreflight();
+}
+
+/**
+ * The preflight's answers (P5): concurrency to spare (the template's mappings state no maximum
+ * concurrency, so each counts 1,000), no table or log group found, every service offered.
+ */
+function mockPreflight(): void {
+  for (const m of [logs, ssm]) m.reset();
+  lambda.on(GetAccountSettingsCommand).resolves({
+    AccountLimit: { ConcurrentExecutions: 10_000, UnreservedConcurrentExecutions: 10_000 },
+  });
+  dynamodb
+    .on(DescribeTableCommand)
+    .rejects(Object.assign(new Error('Requested resource not found'), { name: 'ResourceNotFoundException' }));
+  logs.on(DescribeLogGroupsCommand).resolves({ logGroups: [] });
+  ssm.on(GetParameterCommand).resolves({ Parameter: { Value: 'offered' } });
 }
 
 function clients(): LiveAuditClients {
@@ -630,10 +654,38 @@ describe('Command: audit --live', () => {
     const parsed = JSON.parse(result.out) as { source: string; failed: boolean; items: ChecklistItem[] };
     expect(parsed.source).toBe(`live stack ${STACK} (${REGION})`);
     expect(parsed.items.map((i) => i.ruleId)).toEqual(
-      expect.arrayContaining([...TEMPLATE_RULES.map(ruleId), 'Tenang-P3-Owner']),
+      expect.arrayContaining([...TEMPLATE_RULES.map(ruleId), 'Tenang-P3-Owner', 'Tenang-P5-Concurrency']),
     );
     expect(parsed.items.filter((i) => i.status === 'fail' && i.level === 'error')).toEqual([]);
     expect(result.code).toBe(0);
+  });
+
+  it('when a fixed-name table of the template exists outside the deployed stack, Tenang-P5-RetainedResources fails and the audit exits 1', async () => {
+    // Prepare: the deployed template names a retained table the stack does not hold.
+    const account = goodAccount();
+    Object.assign(account.template.Resources, {
+      Archive: {
+        Type: 'AWS::DynamoDB::Table',
+        DeletionPolicy: 'RetainExceptOnCreate',
+        Properties: { TableName: 'tenang-unit-archive' },
+      },
+    });
+    mockAccount(account);
+    dynamodb.on(DescribeTableCommand, { TableName: 'tenang-unit-archive' }).resolves({ Table: {} });
+
+    // Act
+    const result = await cli('audit', '--live', '--json');
+
+    // Assess
+    const parsed = JSON.parse(result.out) as { items: ChecklistItem[] };
+    expect(parsed.items.find((i) => i.ruleId === 'Tenang-P5-RetainedResources')).toMatchObject({
+      featureId: 'P5',
+      status: 'fail',
+      level: 'error',
+      resources: ['table tenang-unit-archive'],
+    });
+    expect(result.code).toBe(1);
+    expect(result.err).toContain('Tenang-P5-RetainedResources');
   });
 
   it('when the stack is not deployed, it exits 1 and says so', async () => {
