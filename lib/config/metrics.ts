@@ -15,6 +15,12 @@ export const CONSUMER_DIMENSION = 'consumer';
 /** Service name of the flag reconciler; Powertools adds it as the `service` dimension. */
 export const RECONCILER_SERVICE = 'flag-reconciler';
 
+/**
+ * Service name of the cache-admin function (the `tenang cache` commands' way into the cache's
+ * VPC); its deployed name is `<stack>-cache-admin`, as every TenangFunction's.
+ */
+export const CACHE_ADMIN_SERVICE = 'cache-admin';
+
 /** Dimensions of the reconciler's per-consumer metrics (Paused, PauseOverdue, FlagInvalid). */
 export function flagMetricDimensions(consumer: string): Record<string, string> {
   return { [SERVICE_DIMENSION]: RECONCILER_SERVICE, [CONSUMER_DIMENSION]: consumer };

@@ -86,3 +86,29 @@ export interface VersionedCache {
   /** Releases the lock only if `token` still owns it. */
   unlock(key: string, token: string): Promise<void>;
 }
+
+/** Options of a prefix eviction. */
+export interface PrefixEvictionOptions {
+  /** SCAN COUNT hint: keys looked at per round trip. @default 500 */
+  readonly count?: number;
+  /** Keys to leave alone, e.g. the hot keys a flush has just warmed. @default none */
+  readonly keep?: ReadonlySet<string>;
+  /** Count the values that would be evicted without deleting any. @default false */
+  readonly dryRun?: boolean;
+  /** Called after each SCAN batch with the running totals (progress of a long scan). @default none */
+  readonly onBatch?: (progress: PrefixEviction) => void;
+}
+
+/** Result of a prefix eviction. */
+export interface PrefixEviction {
+  /** Keys under the prefix that SCAN returned. */
+  readonly scanned: number;
+  /** Cached values deleted (tombstones and locks are kept). */
+  readonly evicted: number;
+}
+
+/** A VersionedCache that can also evict every cached value under a prefix (the operator's cache admin). */
+export interface EvictingCache extends VersionedCache {
+  /** Evicts the values under `prefix` with SCAN in batches, keeping tombstones and locks. */
+  evictByPrefix(prefix: string, options?: PrefixEvictionOptions): Promise<PrefixEviction>;
+}

@@ -121,9 +121,11 @@ export async function withDrillContext<T>(
   const endpoint = { endpoint: platform.env.endpoint, region: platform.env.region };
   const sqs = new SQSClient({ ...endpoint, useQueueUrlAsEndpoint: false });
   const dynamodb = new DynamoDBClient(endpoint);
+  // The operator's environment, as on AWS: endpoints and credentials, and no way to the cache
+  // but the stage's cache-admin function (the functions get REDIS_URL from the platform).
+  const { REDIS_URL: _redis, ...withoutCache } = { ...process.env, ...platform.env.env };
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...platform.env.env,
+    ...withoutCache,
     AWS_ENDPOINT_URL_LAMBDA: platform.control.url,
     TENANG_STAGE: stage,
     TENANG_ACTOR: actor,

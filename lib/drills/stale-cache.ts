@@ -2,8 +2,10 @@
  * Stale cache (runbooks/stale-cache.md): an order's invalidation is lost (the cache invalidator
  * failed on it until the record went to its on-failure queue), so reads keep being served the
  * cached old state. The runbook invalidates the entity with the CLI — fenced at the order's
- * current version, so a reader holding the old one cannot put it back — and reads it fresh.
+ * current version, so a reader holding the old one cannot put it back — and reads it fresh. The
+ * CLI runs as on AWS, without REDIS_URL: the invalidation must go through the cache-admin function.
  */
+import { CACHE_ADMIN_SERVICE } from '../config/metrics';
 import type { Drill, DrillContext } from './drill';
 import { drillInfo } from '../ops/drills/catalog';
 import {
@@ -69,7 +71,10 @@ export const staleCache: Drill = {
     const stale = await readOrder(ctx, order.orderId);
     const status = await consumerStatus(ctx, 'cache-invalidator');
 
+    const admin = ctx.platform.functionNamed(CACHE_ADMIN_SERVICE);
+    const adminRuns = ctx.platform.invocationCount(admin);
     const invalidated = await ctx.tenang(['cache', 'invalidate', '--entity', `order:${order.orderId}`]);
+    const invoked = ctx.platform.invocationCount(admin) - adminRuns;
     const fresh = await readOrder(ctx, order.orderId);
     const again = await readOrder(ctx, order.orderId);
     const current = (await orderStates(ctx, [order.orderId])).get(order.orderId);
@@ -93,6 +98,11 @@ export const staleCache: Drill = {
         'invalidate accepted',
         invalidated.code === 0,
         `cache invalidate exited ${invalidated.code}: ${invalidated.err.trim()}`,
+      ),
+      ctx.check(
+        'the invalidation ran in the cache-admin function (the CLI has no REDIS_URL)',
+        invoked === 1,
+        `${admin} invoked ${invoked} time(s) by the command`,
       ),
       ctx.check(
         'read fresh after the invalidation',

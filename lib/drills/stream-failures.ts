@@ -11,6 +11,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { CACHE_ADMIN_SERVICE } from '../config/metrics';
 import { cacheKeyspace, entityPrefix } from '../core/cache-keys';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
@@ -76,7 +77,10 @@ export const streamFailures: Drill = {
       orders.map((o) => o.orderId),
     );
     const prefix = entityPrefix(cacheKeyspace(ctx.stage), 'order');
+    const admin = ctx.platform.functionNamed(CACHE_ADMIN_SERVICE);
+    const adminRuns = ctx.platform.invocationCount(admin);
     const evicted = await ctx.tenang(['cache', 'invalidate', '--prefix', prefix]);
+    const invoked = ctx.platform.invocationCount(admin) - adminRuns;
     const after = await consumerStatus(ctx, 'cache-invalidator');
     fs.rmSync(auditDir, { recursive: true, force: true });
     // A change after the replay: both mappings deliver it, their iterator age back to seconds.
@@ -137,6 +141,11 @@ export const streamFailures: Drill = {
         'prefix eviction accepted',
         evicted.code === 0,
         `cache invalidate --prefix exited ${evicted.code}: ${evicted.err.trim()}`,
+      ),
+      ctx.check(
+        'the eviction ran in the cache-admin function (the CLI has no REDIS_URL)',
+        invoked === 1,
+        `${admin} invoked ${invoked} time(s) by the command`,
       ),
     ];
   },

@@ -17,7 +17,9 @@ import {
   type PipelineInput,
   type TableAction,
 } from '../config';
+import { ENTITY_TABLES } from '../core/cache-admin-keys';
 import { Cache } from './cache';
+import { CacheAdmin } from './cache-admin';
 import { constructIdOf } from './construct-id';
 import { ControlFlags, type ControlledConsumer } from './control-flags';
 import { grantItems, grantParameterRead, grantSend } from './grants';
@@ -28,7 +30,7 @@ import type { TargetTraits } from './target';
 import { WorkerQueue } from './worker-queue';
 
 /**
- * Handler entry of tenang's own function (the flag reconciler): lambdas/<name>/index.ts, found
+ * Handler entry of tenang's own functions (the flag reconciler, the cache admin): lambdas/<name>/index.ts, found
  * from a checkout's lib/infra or the installed package's dist/lib/infra (the package ships the
  * sources so esbuild bundles them as ESM, tree-shaken: a bundle of the compiled CommonJS is about
  * twice the size).
@@ -82,6 +84,8 @@ export class PipelineStack extends Stack {
   /** Stream consumers keyed by consumer name. */
   public readonly streamConsumers: ReadonlyMap<string, StreamConsumer>;
   public readonly cache: Cache;
+  /** The function the `tenang cache` commands invoke to act on the cache from inside its VPC. */
+  public readonly cacheAdmin: CacheAdmin;
   public readonly controlFlags: ControlFlags;
   public readonly observability: Observability;
 
@@ -103,6 +107,15 @@ export class PipelineStack extends Stack {
 
     this.tables = new Tables(this, 'Tables', { tables: config.tables });
     this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
+    const ordersTable = config.tables.some((t) => t.name === ENTITY_TABLES.order)
+      ? this.tables.byName(ENTITY_TABLES.order)
+      : undefined;
+    this.cacheAdmin = new CacheAdmin(this, 'CacheAdmin', {
+      stageName: stage,
+      cache: this.cache,
+      entry: lambdaEntry('cache-admin'),
+      ...(ordersTable === undefined ? {} : { ordersTable }),
+    });
     // Functions that read the degrade flag; granted once ControlFlags exists.
     const degradeReaders: iam.IGrantable[] = [];
 

@@ -405,10 +405,19 @@ export class LocalPlatform {
     }
   }
 
+  /** Invocations served per function since the start (pollers, Invoke, the platform's own). */
+  private readonly invocationCounts = new Map<string, number>();
+
+  /** How many invocations of `functionName` were started (e.g. a drill proves the CLI invoked it). */
+  public invocationCount(functionName: string): number {
+    return this.invocationCounts.get(functionName) ?? 0;
+  }
+
   /** Invokes a function once, as the Lambda service would. */
   public async invoke(functionName: string, event: unknown): Promise<InvokeResult> {
     const host = this.hosts.get(functionName);
     if (host === undefined) throw new Error(`no deployed function ${functionName}`);
+    this.invocationCounts.set(functionName, this.invocationCount(functionName) + 1);
     const armed = this.crashes.get(functionName);
     // An arming is deleted when its count is spent, so one found here still has some left.
     const crashPoints = armed?.points;

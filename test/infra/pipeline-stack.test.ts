@@ -76,7 +76,7 @@ describe('Class: PipelineStack', () => {
   });
 
   describe('Functions', () => {
-    it('when synthesized, only cache-invalidator and order-reader run in the VPC', () => {
+    it('when synthesized, only the cache users run in the VPC: cache-invalidator, order-reader and cache-admin', () => {
       // Act
       const functions = resources(aws.template, 'AWS::Lambda::Function').map(([, fn]) => ({
         name: String(fn.Properties.FunctionName),
@@ -84,13 +84,13 @@ describe('Class: PipelineStack', () => {
       }));
 
       // Assess
-      expect(functions).toHaveLength(8);
+      expect(functions).toHaveLength(9);
       expect(
         functions
           .filter((f) => f.inVpc)
           .map((f) => f.name)
           .sort(),
-      ).toEqual(['tenang-dev-cache-invalidator', 'tenang-dev-order-reader']);
+      ).toEqual(['tenang-dev-cache-admin', 'tenang-dev-cache-invalidator', 'tenang-dev-order-reader']);
     });
 
     it('when synthesized, the VPC functions run in the isolated subnets behind the cache client security group', () => {
@@ -107,7 +107,7 @@ describe('Class: PipelineStack', () => {
         .filter((v) => v !== undefined);
 
       // Assess
-      expect(placements).toEqual([expected, expected]);
+      expect(placements).toEqual([expected, expected, expected]);
     });
 
     it('when synthesized, no function environment holds anything that looks like a secret', () => {
@@ -122,7 +122,7 @@ describe('Class: PipelineStack', () => {
       );
 
       // Assess
-      expect(environments(aws.template).size).toBe(8);
+      expect(environments(aws.template).size).toBe(9);
       expect(suspicious).toEqual([]);
     });
 
@@ -131,7 +131,11 @@ describe('Class: PipelineStack', () => {
       const env = environments(aws.template);
 
       // Assess
-      for (const fn of ['tenang-dev-cache-invalidator', 'tenang-dev-order-reader']) {
+      for (const fn of [
+        'tenang-dev-cache-invalidator',
+        'tenang-dev-order-reader',
+        'tenang-dev-cache-admin',
+      ]) {
         expect(env.get(fn)).toMatchObject({
           CACHE_AUTH: 'iam',
           CACHE_TLS: 'true',

@@ -1,7 +1,11 @@
 /**
  * `tenang cache` (C6) through the CLI's `run()` against the real Redis and moto. Each stage of
  * this file is unique to the run and deployed as the smallest honest stack: a CloudFormation stack
- * `tenang-<stage>` holding only the orders table, which the command discovers as it would on AWS.
+ * `tenang-<stage>` holding only the orders table. The CLI runs as an operator does on AWS: with
+ * no REDIS_URL, so its only way to the cache is Lambda Invoke on the stage's cache-admin
+ * function, served here by the local Lambda control plane (lib/local/lambda-control.ts) running
+ * the function's real handler (lambdas/cache-admin) on the shared Redis and the stage's table;
+ * one test runs the `--direct` path instead, which discovers the table in the stack.
  * Reads go through the real order reader (createHandler) on the same keyspace, so "the next read
  * is a miss that loads the current version" is what a client would see. Only this run's keys are
  * touched: the shared Redis is never flushed.
@@ -18,7 +22,9 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type Redis from 'ioredis';
 import type * as ReaderModule from '../../examples/reference/functions/order-reader';
+import type * as CacheAdminModule from '../../lambdas/cache-admin';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
+import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
 import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
@@ -28,6 +34,7 @@ import type { Order } from '../../lib/core/order';
 import type { OrderStore } from '../../lib/core/ports';
 import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
+import { startLambdaControl, type LambdaControl } from '../../lib/local/lambda-control';
 import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, redisClient, uniqueName } from '../helpers/aws';
 import { httpApiEvent } from '../helpers/http-events';
@@ -59,11 +66,31 @@ let admin: Redis;
 
 /** The declaration the flush stage's runs get (set in beforeAll). */
 let flushPipeline = '';
+/** The Lambda control plane serving Invoke with the cache-admin handlers. */
+let control: LambdaControl;
+/** Every invocation it served: function name and request. */
+const invocations: { functionName: string; request: unknown }[] = [];
 
+/** The CLI as an operator on AWS runs it: endpoints and credentials, no REDIS_URL. */
 function cli(...argv: string[]): Promise<CapturedRun> {
+  const { REDIS_URL: _redis, ...operator } = process.env;
+  const env = { ...operator, AWS_ENDPOINT_URL_LAMBDA: control.url };
   if (argv.includes(FLUSH_STAGE))
-    return runCaptured(argv, { env: { ...process.env, TENANG_PIPELINE: flushPipeline } });
-  return runCaptured(argv);
+    return runCaptured(argv, { env: { ...env, TENANG_PIPELINE: flushPipeline } });
+  return runCaptured(argv, { env });
+}
+
+/** The CLI with the cache's variables and --direct: it connects to Redis itself. */
+function cliDirect(...argv: string[]): Promise<CapturedRun> {
+  return runCaptured([...argv, '--direct']);
+}
+
+/** The invocations of `stage`'s cache-admin function since `from`. */
+function invocationsOf(stage: string, from = 0): unknown[] {
+  return invocations
+    .slice(from)
+    .filter((i) => i.functionName === `${stackName(stage)}-cache-admin`)
+    .map((i) => i.request);
 }
 
 /** A stack of `stage` with only its orders table, created in moto and waited for. */
@@ -197,10 +224,54 @@ beforeAll(async () => {
     ...declaration,
     stage: { ...declaration.stage, cache: { ...declaration.stage.cache, hotKeys } },
   });
+  // The cache-admin function of each stage: its real handler on the shared Redis and the
+  // stage's orders table, with the settings its bundle would carry (the flush stage's hot keys).
+  Object.assign(process.env, { TENANG_STAGE: STAGE, CACHE_AUTH: 'none' });
+  let adminModule: typeof CacheAdminModule;
+  try {
+    adminModule = await import('../../lambdas/cache-admin');
+  } finally {
+    process.env = saved;
+  }
+  const handlers = new Map(
+    [STAGE, FLUSH_STAGE, OTHER_STAGE].map((stage) => [
+      `${stackName(stage)}-cache-admin`,
+      adminModule.createHandler({
+        stage,
+        settings: stage === FLUSH_STAGE ? { ...SETTINGS, hotKeys } : SETTINGS,
+        cache,
+        source: new DynamoDbEntitySource(dynamo, `tenang-${stage}-orders`),
+        logger: new Logger({ serviceName: 'cache-admin', logLevel: 'SILENT' }),
+      }),
+    ]),
+  );
+  control = await startLambdaControl({
+    upstream: process.env.AWS_ENDPOINT_URL ?? 'http://localhost:5055',
+    invoke: async (functionName, request) => {
+      const handle = handlers.get(functionName);
+      if (handle === undefined) return undefined;
+      invocations.push({ functionName, request });
+      const started = Date.now();
+      try {
+        const result = await handle(request, lambdaContext(300_000, functionName));
+        return { status: 'ok', result, durationMs: Date.now() - started, coldStart: false };
+      } catch (error) {
+        const e = error instanceof Error ? error : new Error(String(error));
+        return {
+          status: 'error',
+          errorType: e.name,
+          errorMessage: e.message,
+          durationMs: 0,
+          coldStart: false,
+        };
+      }
+    },
+  });
 });
 
 afterAll(async () => {
   jest.restoreAllMocks();
+  await control?.close();
   for (const stage of [STAGE, FLUSH_STAGE, OTHER_STAGE]) await deleteKeys(`tenang:${stage}:`);
   await admin.quit();
   await connection.close();
@@ -226,6 +297,7 @@ describe('CLI: tenang cache invalidate --key / --entity (C3, C6)', () => {
     const stale = seen(await read(get(id)));
 
     // Act
+    const from = invocations.length;
     const result = await cli('--stage', STAGE, 'cache', 'invalidate', '--key', key, '--json');
     const afterTombstone = await cache.get(key);
     const next = seen(await read(get(id)));
@@ -246,6 +318,41 @@ describe('CLI: tenang cache invalidate --key / --entity (C3, C6)', () => {
     expect(next).toEqual({ xCache: 'miss', version: 1 });
     expect(lateWriteBack).toBe('fenced');
     expect(again).toEqual({ xCache: 'hit', version: 1 });
+    // The CLI had no REDIS_URL: the fence was written by the stage's cache-admin function.
+    expect(invocationsOf(STAGE, from)).toEqual([
+      expect.objectContaining({ operation: 'invalidate-entity', entity: `order:${id}`, dryRun: false }),
+    ]);
+  });
+
+  it('when --direct is given with REDIS_URL, the CLI fences the key itself (finding the table in the stack) and invokes nothing', async () => {
+    // Prepare
+    const store = stores[STAGE] as DynamoDbOrderStore;
+    const id = uniqueName('ord');
+    const key = orderCacheKey(KEYSPACE, id);
+    await store.create(newOrder(id));
+    await store.transition(id, 'PENDING', 'PAID', 0, { paymentId: 'pay-d' });
+    const from = invocations.length;
+
+    // Act
+    const result = await cliDirect(
+      '--stage',
+      STAGE,
+      'cache',
+      'invalidate',
+      '--entity',
+      `order:${id}`,
+      '--json',
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({
+      entity: `order:${id}`,
+      table: `tenang-${STAGE}-orders`,
+      keys: [{ key, fenceVersion: 1, result: 'fenced' }],
+    });
+    expect(await cache.get(key)).toEqual({ kind: 'tombstone', version: 1 });
+    expect(invocationsOf(STAGE, from)).toEqual([]);
   });
 
   it('when a reader loaded the old version before the change and writes back after --entity, its write-back is refused and reads never see the old version', async () => {
@@ -415,17 +522,40 @@ describe('CLI: tenang cache invalidate --prefix (C6)', () => {
     expect(await cache.get(key)).toEqual({ kind: 'value', version: 1, value: { v: 1 } });
   });
 
-  it('when Redis cannot be reached, it fails (1) saying where the command must run', async () => {
+  it('when --direct cannot reach Redis, it fails (1) saying what the direct path needs', async () => {
     // Act
     const { code, err } = await runCaptured(
-      ['--stage', STAGE, 'cache', 'invalidate', '--prefix', `${KEYSPACE.prefix}order:`],
+      ['--stage', STAGE, 'cache', 'invalidate', '--prefix', `${KEYSPACE.prefix}order:`, '--direct'],
       { env: { ...process.env, REDIS_URL: 'redis://127.0.0.1:1' } },
     );
 
     // Assess
     expect(code).toBe(1);
     expect(err).toContain('cannot use the cache at 127.0.0.1:1');
-    expect(err).toContain('must run');
+    expect(err).toContain('a network path to the cache');
+  });
+
+  it('when the stage has no cache-admin function, it fails (1) saying so and never falls back to Redis', async () => {
+    // Prepare: a stage nothing is deployed for; its keyspace holds a value the CLI could reach.
+    const stage = uniqueName('nof');
+    const key = orderCacheKey(cacheKeyspace(stage), 'o-1');
+    await cache.putIfNewer(key, 0, newOrder('o-1'), TTL_MS);
+
+    // Act
+    const { code, err } = await cli(
+      '--stage',
+      stage,
+      'cache',
+      'invalidate',
+      '--prefix',
+      `tenang:${stage}:v1:order:`,
+    );
+
+    // Assess
+    expect(code).toBe(1);
+    expect(err).toContain(`tenang-${stage}-cache-admin does not exist`);
+    expect(await cache.get(key)).toMatchObject({ kind: 'value', version: 0 });
+    await deleteKeys(`tenang:${stage}:`);
   });
 });
 
@@ -494,6 +624,7 @@ describe('CLI: tenang cache flush (C6)', () => {
 
   it('when confirmed, it warms the hot keys at their current version, then evicts every other cached value of the stage and keeps tombstones', async () => {
     // Act
+    const from = invocations.length;
     const result = await cli('--stage', FLUSH_STAGE, 'cache', 'flush', '--yes-i-know', '--batch', '10');
     const read = newReader(FLUSH_STAGE, stores[FLUSH_STAGE] as DynamoDbOrderStore);
     const staleRead = seen(await read(get(HOT.stale)));
@@ -513,5 +644,8 @@ describe('CLI: tenang cache flush (C6)', () => {
     });
     expect(staleRead).toEqual({ xCache: 'hit', version: 1 });
     expect(coldRead).toEqual({ xCache: 'hit', version: 0 });
+    expect(invocationsOf(FLUSH_STAGE, from)).toEqual([
+      expect.objectContaining({ operation: 'flush', batch: 10, dryRun: false, confirmed: true }),
+    ]);
   });
 });

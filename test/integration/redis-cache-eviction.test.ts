@@ -5,7 +5,8 @@
  */
 import type Redis from 'ioredis';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
-import { RedisCache, type PrefixEviction } from '../../lib/adapters/redis/redis-cache';
+import { RedisCache } from '../../lib/adapters/redis/redis-cache';
+import type { PrefixEviction } from '../../lib/core/ports';
 import { redisClient, uniqueName } from '../helpers/aws';
 
 jest.setTimeout(30_000);

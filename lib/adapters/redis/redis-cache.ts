@@ -9,7 +9,12 @@
  */
 import type { ChainableCommander, default as Redis } from 'ioredis';
 import { CacheUnavailableError } from '../../core/errors';
-import type { CacheEntry, VersionedCache } from '../../core/ports';
+import type {
+  CacheEntry,
+  EvictingCache,
+  PrefixEviction,
+  PrefixEvictionOptions,
+} from '../../core/ports';
 
 /** Parses the kind and version of a stored entry; anything else is not ours and may be replaced. */
 const PARSE = `
@@ -100,28 +105,8 @@ export interface RedisCacheOptions {
   readonly ready?: () => Promise<void>;
 }
 
-/** Options of a prefix eviction. */
-export interface PrefixEvictionOptions {
-  /** SCAN COUNT hint: keys looked at per round trip. @default 500 */
-  readonly count?: number;
-  /** Keys to leave alone, e.g. the hot keys a flush has just warmed. @default none */
-  readonly keep?: ReadonlySet<string>;
-  /** Count the values that would be evicted without deleting any. @default false */
-  readonly dryRun?: boolean;
-  /** Called after each SCAN batch with the running totals (progress of a long scan). @default none */
-  readonly onBatch?: (progress: PrefixEviction) => void;
-}
-
-/** Result of a prefix eviction. */
-export interface PrefixEviction {
-  /** Keys under the prefix that SCAN returned. */
-  readonly scanned: number;
-  /** Cached values deleted (tombstones and locks are kept). */
-  readonly evicted: number;
-}
-
 /** Redis-backed VersionedCache. */
-export class RedisCache implements VersionedCache {
+export class RedisCache implements EvictingCache {
   private readonly redis: Redis & TenangScripts;
   private readonly ready: () => Promise<void>;
 

@@ -13,6 +13,7 @@
  * not defined here, an imported role or key), the finding is compliant and its `why` says what
  * could not be checked.
  */
+import { operatorReach } from './operator-reach';
 import type { ResourceFinding, TemplateIndex, TemplateResource, TemplateRule } from './rules';
 
 /** ElastiCache RBAC user group type. */
@@ -851,4 +852,5 @@ export const DEPLOY_READINESS_RULES: readonly TemplateRule[] = [
   retainOnCreate,
   alarmTopicPublish,
   queueSendGrant,
+  operatorReach,
 ];

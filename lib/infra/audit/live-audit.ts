@@ -127,6 +127,11 @@ export const LIVE_COVERAGE: Readonly<Record<string, LiveCoverage>> = {
     reason:
       'not checkable live: the live model reads no roles or policies; audit the template (tenang audit without --live), and the local platform enforces IAM',
   },
+  'F6-OperatorReach': {
+    checkable: false,
+    reason:
+      'not checkable live: the live model reads no security groups, VPC configuration or roles; audit the template (tenang audit without --live)',
+  },
   D4: {
     checkable: false,
     reason:

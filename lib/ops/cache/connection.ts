@@ -1,7 +1,9 @@
 /**
- * The cache commands' Redis (C6): reached with the functions' variables
- * (lib/adapters/redis/connect.ts) and owned by the command, which closes it: `run` destroys the
- * AWS clients only.
+ * The cache commands' direct path (`--direct`, C6): the CLI itself connects to the stage's Redis
+ * with the functions' variables (lib/adapters/redis/connect.ts) and runs the cache-admin
+ * operations (lib/core/cache-admin.ts) in process; the command owns the connection and closes it
+ * (`run` destroys the AWS clients only). On AWS this works only from inside the cache's VPC; the
+ * default path invokes the cache-admin function instead (./invoke.ts).
  */
 import { FunctionEnvError, parseFunctionEnv } from '../../adapters/lambda-env';
 import {
@@ -13,17 +15,23 @@ import {
 } from '../../adapters/redis/connect';
 import { RedisCache } from '../../adapters/redis/redis-cache';
 import * as z from '../../config/zod';
+import {
+  runCacheAdminRequest,
+  type CacheAdminAnswer,
+  type CacheAdminRequestInput,
+} from '../../core/cache-admin';
 import { CacheUnavailableError } from '../../core/errors';
 import { CommandFailedError, UsageError, type CliContext } from '../cli-context';
-import { CONNECTION_HELP } from './messages';
+import { DIRECT_HELP, progressPrinter } from './messages';
+import { discoverEntitySource } from './source';
 
-/** How long the CLI waits for the first connection (TLS and IAM auth from an SSM session), milliseconds. */
+/** How long the CLI waits for the first connection (TLS and IAM auth), milliseconds. */
 const CLI_CONNECT_TIMEOUT_MS = 5_000;
 
 const CacheCliEnvSchema = z.object({ ...CACHE_ENV_SHAPE }).check(cacheEnvCheck());
 
 /** Where the connection goes, without credentials (a REDIS_URL may carry a password). */
-function describeTarget(settings: CacheConnectionSettings): string {
+export function describeTarget(settings: CacheConnectionSettings): string {
   if (settings.kind === 'endpoint') return `${settings.host}:${settings.port}`;
   try {
     return new URL(settings.url).host;
@@ -36,24 +44,24 @@ function describeTarget(settings: CacheConnectionSettings): string {
 export function cacheTarget(ctx: CliContext): CacheConnectionSettings {
   try {
     return cacheConnectionSettings(
-      parseFunctionEnv('tenang cache', CacheCliEnvSchema, ctx.env ?? process.env),
+      parseFunctionEnv('tenang cache --direct', CacheCliEnvSchema, ctx.env ?? process.env),
     );
   } catch (error) {
     if (error instanceof FunctionEnvError) {
       throw new UsageError(
-        `the cache connection is not configured:\n${error.problems.map((p) => `  - ${p}`).join('\n')}\n${CONNECTION_HELP}`,
+        `the cache connection of --direct is not configured:\n${error.problems.map((p) => `  - ${p}`).join('\n')}\n${DIRECT_HELP}`,
       );
     }
     throw error;
   }
 }
 
-/** Runs `use` with a RedisCache on `settings` and closes the connection afterwards. */
-export async function withCache<R>(
+/** Runs `request` here, on a connection to `settings` that is closed afterwards; progress goes to stderr. */
+export async function runDirect(
   ctx: CliContext,
   settings: CacheConnectionSettings,
-  use: (cache: RedisCache) => Promise<R>,
-): Promise<R> {
+  request: CacheAdminRequestInput,
+): Promise<CacheAdminAnswer> {
   const connection = connectRedis(settings, {
     // The functions' timeout (D4): a SCAN batch and its pipelined evictions take milliseconds.
     commandTimeoutMs: ctx.config.stage.cache.commandTimeoutMs,
@@ -62,11 +70,21 @@ export async function withCache<R>(
     credentials: () => ctx.clients.dynamodb.config.credentials(),
   });
   try {
-    return await use(new RedisCache(connection.client, { ready: () => connection.ready() }));
+    return await runCacheAdminRequest(
+      {
+        stage: ctx.stage,
+        settings: ctx.config.stage.cache,
+        cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+        source: () => discoverEntitySource(ctx),
+        progress: (what) => progressPrinter(ctx.err, ctx.now, what),
+        random: Math.random,
+      },
+      request,
+    );
   } catch (error) {
     if (error instanceof CacheUnavailableError) {
       throw new CommandFailedError(
-        `cannot use the cache at ${describeTarget(settings)}: ${error.message}\n${CONNECTION_HELP}`,
+        `cannot use the cache at ${describeTarget(settings)}: ${error.message}\n${DIRECT_HELP}`,
       );
     }
     throw error;

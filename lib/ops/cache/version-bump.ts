@@ -5,7 +5,7 @@
  * cover the rollout window.
  */
 import { CACHE_SCHEMA_VERSION, cacheKeyspace } from '../../core/cache-keys';
-import { stageNamespace } from './keys';
+import { stageNamespace } from '../../core/cache-admin-keys';
 
 /** Where the schema version constant lives (printed by --bump-version). */
 export const SCHEMA_VERSION_FILE = 'lib/core/cache-keys.ts';

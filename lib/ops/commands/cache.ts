@@ -4,21 +4,45 @@
  * load, needs --yes-i-know and warms the hot keys first).
  *
  * No invalidation here is a plain DEL (C3): how each selector keeps a racing reader from writing
- * a stale value back is told in lib/ops/cache/invalidate.ts (--key, --entity, --prefix),
- * flush.ts and version-bump.ts. This module is the command: its options, help and output. The
- * key tools (cache/keys.ts), the version-bump plan and the operator messages are pure; the work
- * on Redis and DynamoDB (cache/connection.ts, source.ts, invalidate.ts, flush.ts) is loaded when
- * a command runs.
+ * a stale value back is told in lib/core/cache-admin.ts (--key, --entity, --prefix, flush) and
+ * lib/ops/cache/version-bump.ts. This module is the command: its options, help, the path it takes
+ * and its output. By default the work runs in the stage's cache-admin function, invoked with the
+ * operator's AWS credentials (cache/invoke.ts): on AWS the cache is reachable only from its VPC.
+ * `--direct` runs the same operations here instead, on a connection of the CLI's own
+ * (cache/connection.ts, loaded only then). Either way one JSON line goes to the audit trail
+ * (cache/audit.ts). --dry-run, the flush's --yes-i-know and its warning stay here.
  */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import { cacheKeyspace } from '../../core/cache-keys';
-import { UsageError, type CliContext, type RegisterCommand } from '../cli-context';
-import { CEILING_VERSION, EntityRefSchema, entityOfStageKey, type EntityRef } from '../cache/keys';
+import { CommandFailedError, UsageError, type CliContext, type RegisterCommand } from '../cli-context';
+import path from 'node:path';
+import {
+  CEILING_VERSION,
+  EntityRefSchema,
+  formatEntityRef,
+  prefixProblem,
+  type EntityRef,
+} from '../../core/cache-admin-keys';
+import type {
+  CacheAdminAnswer,
+  CacheAdminOperation,
+  CacheAdminRequestInput,
+  EntityInvalidation,
+  FlushResult,
+  PrefixInvalidation,
+} from '../../core/cache-admin';
+import {
+  accessKeyIdOf,
+  answerSummary,
+  appendCacheAudit,
+  defaultCacheAuditLog,
+  type CacheAuditRecord,
+} from '../cache/audit';
+import { cacheAdminFunctionName, runInvoked } from '../cache/invoke';
+import { entityOfStageKey } from '../cache/keys';
 import { CONNECTION_HELP, flushWarning } from '../cache/messages';
 import { bumpVersionPlan, SCHEMA_VERSION_FILE } from '../cache/version-bump';
-import type { EntityInvalidation, PrefixInvalidation } from '../cache/invalidate';
-import type { FlushResult } from '../cache/flush';
 import { CountSchema, nonEmpty, parseOptions } from '../options';
 
 // ---------------------------------------------------------------------------------------------
@@ -33,6 +57,15 @@ export type InvalidateSelector =
 
 const SELECTOR_FLAGS = ['--key', '--entity', '--prefix', '--bump-version'] as const;
 
+/** How a cache command runs and is recorded: shared by invalidate and flush. */
+const PATH_OPTIONS = {
+  /** Connect from here instead of invoking the cache-admin function. */
+  direct: z.optional(z.boolean()),
+  /** Why, for the audit trail and the function's log. */
+  reason: z.optional(nonEmpty('--reason')),
+  auditLog: z.optional(nonEmpty('--audit-log')),
+};
+
 /** Options of `cache invalidate`: exactly one selector. */
 export const CacheInvalidateOptionsSchema = z.pipe(
   z
@@ -44,6 +77,7 @@ export const CacheInvalidateOptionsSchema = z.pipe(
       batch: z._default(CountSchema, 500),
       dryRun: z.optional(z.boolean()),
       json: z.optional(z.boolean()),
+      ...PATH_OPTIONS,
     })
     .check(
       z.superRefine((opts, ctx) => {
@@ -70,7 +104,15 @@ export const CacheInvalidateOptionsSchema = z.pipe(
           : opts.prefix !== undefined
             ? { kind: 'prefix', prefix: opts.prefix }
             : { kind: 'bump-version' };
-    return { selector, batch: opts.batch, dryRun: opts.dryRun === true, json: opts.json === true };
+    return {
+      selector,
+      batch: opts.batch,
+      dryRun: opts.dryRun === true,
+      json: opts.json === true,
+      direct: opts.direct === true,
+      reason: opts.reason,
+      auditLog: opts.auditLog,
+    };
   }),
 );
 export type CacheInvalidateOptions = z.infer<typeof CacheInvalidateOptionsSchema>;
@@ -81,7 +123,82 @@ export const CacheFlushOptionsSchema = z.object({
   batch: z._default(CountSchema, 500),
   dryRun: z.optional(z.boolean()),
   json: z.optional(z.boolean()),
+  ...PATH_OPTIONS,
 });
+
+/** What every cache command run takes of its options. */
+interface RunOptions {
+  readonly direct?: boolean | undefined;
+  readonly reason?: string | undefined;
+  readonly auditLog?: string | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running: by default through the cache-admin function, with --direct from here
+
+/**
+ * Runs `request` on the path the options choose, writes its audit line (also when it fails),
+ * prints its warnings on stderr, and returns its answer; a refusal is a failure saying why.
+ */
+async function execute(
+  ctx: CliContext,
+  opts: RunOptions,
+  request: CacheAdminOperation,
+): Promise<CacheAdminAnswer & { readonly status: 'ok' }> {
+  const accessKeyId = await accessKeyIdOf(ctx);
+  const full = {
+    ...request,
+    requestedBy: {
+      actor: ctx.actor,
+      ...(accessKeyId === undefined ? {} : { accessKeyId }),
+      ...(opts.reason === undefined ? {} : { reason: opts.reason }),
+    },
+  } as CacheAdminRequestInput;
+  const file = path.resolve(opts.auditLog ?? defaultCacheAuditLog(ctx.now()));
+  let target = cacheAdminFunctionName(ctx);
+  const record = (
+    outcome: CacheAuditRecord['outcome'],
+    extra: Pick<CacheAuditRecord, 'message' | 'summary'>,
+  ): void =>
+    appendCacheAudit(file, {
+      at: ctx.now().toISOString(),
+      stage: ctx.stage,
+      actor: ctx.actor,
+      accessKeyId,
+      reason: opts.reason,
+      request,
+      path: opts.direct === true ? 'direct' : 'invoke',
+      target,
+      outcome,
+      ...extra,
+    });
+  let answer: CacheAdminAnswer;
+  try {
+    if (opts.direct === true) {
+      // Redis and the stack lookup: loaded only for the direct path.
+      const { cacheTarget, describeTarget, runDirect } = await import('../cache/connection');
+      const settings = cacheTarget(ctx);
+      target = describeTarget(settings);
+      answer = await runDirect(ctx, settings, full);
+    } else {
+      if (request.operation !== 'invalidate-entity')
+        ctx.err(`running in ${target} (its progress: log group /aws/lambda/${target})`);
+      answer = await runInvoked(ctx, full);
+    }
+  } catch (error) {
+    record('failed', { message: error instanceof Error ? error.message : String(error) });
+    throw error;
+  } finally {
+    ctx.err(`audit log: ${file}`);
+  }
+  if (answer.status === 'refused') {
+    record('refused', { message: answer.message });
+    throw new CommandFailedError(answer.message);
+  }
+  record('ok', { summary: answerSummary(answer) });
+  for (const warning of answer.warnings) ctx.err(warning);
+  return answer;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -190,6 +307,9 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
     .option('--batch <n>', 'keys per SCAN batch (--prefix)', '500')
     .option('--dry-run', 'show what would be invalidated without writing')
     .option('--json', 'print the result as JSON')
+    .option('--reason <text>', 'why (the audit trail and the cache-admin log)')
+    .option('--direct', "connect to the cache from here instead of invoking the stage's cache-admin function")
+    .option('--audit-log <file>', 'JSON-lines audit trail (default ./tenang-audit/cache-<timestamp>.jsonl)')
     .addHelpText(
       'after',
       `
@@ -201,7 +321,7 @@ older version cannot write it back, and the next read loads the current one. An 
 longer exists is fenced above every version until the tombstone expires (ttlSeconds).
 --prefix evicts cached values with SCAN in batches (never KEYS), keeping tombstones and locks;
 the prefix must lie inside the stage's keyspace (tenang:<stage>:), and one covering the whole
-keyspace is refused (that is \`cache flush\`). Progress goes to stderr.
+keyspace is refused (that is \`cache flush\`). Progress: the function's log (stderr with --direct).
 --bump-version writes nothing: the schema version is a code constant (CACHE_SCHEMA_VERSION in
 ${SCHEMA_VERSION_FILE}); it prints what to change and deploy, and what happens to the old keys.
 
@@ -212,25 +332,35 @@ Examples:
   $ tenang --stage prod cache invalidate --key 'tenang:prod:v1:order:{123}' --dry-run
   $ tenang --stage prod cache invalidate --prefix 'tenang:prod:v1:order:{2026-01' --json
   $ tenang --stage prod cache invalidate --prefix tenang:prod:v0:
-  $ tenang --stage prod cache invalidate --bump-version`,
+  $ tenang --stage prod cache invalidate --bump-version
+  $ tenang --stage dev cache invalidate --entity order:123 --direct   # REDIS_URL set`,
     )
     .action(async (_opts: unknown, cmd: Command) => {
       const opts = parseOptions(CacheInvalidateOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
       const { selector } = opts;
       if (selector.kind === 'bump-version') return printBumpVersion(ctx, opts);
-      // Redis and DynamoDB: loaded when an invalidation runs.
-      const { invalidateEntity, invalidatePrefix } = await import('../cache/invalidate');
-      switch (selector.kind) {
-        case 'key': {
-          const ref = entityOfStageKey(ctx.stage, selector.key);
-          return printEntityInvalidation(ctx, await invalidateEntity(ctx, ref, opts), opts.json);
-        }
-        case 'entity':
-          return printEntityInvalidation(ctx, await invalidateEntity(ctx, selector.ref, opts), opts.json);
-        case 'prefix':
-          return printPrefixInvalidation(ctx, await invalidatePrefix(ctx, selector.prefix, opts), opts.json);
+      if (selector.kind === 'prefix') {
+        // Refused here, before any call: a usage error, on either path.
+        const problem = prefixProblem(ctx.stage, selector.prefix);
+        if (problem !== undefined) throw new UsageError(problem);
+        const answer = await execute(ctx, opts, {
+          operation: 'invalidate-prefix',
+          prefix: selector.prefix,
+          batch: opts.batch,
+          dryRun: opts.dryRun,
+        });
+        if (answer.operation === 'invalidate-prefix') printPrefixInvalidation(ctx, answer.result, opts.json);
+        return;
       }
+      const ref: EntityRef =
+        selector.kind === 'key' ? entityOfStageKey(ctx.stage, selector.key) : selector.ref;
+      const answer = await execute(ctx, opts, {
+        operation: 'invalidate-entity',
+        entity: formatEntityRef(ref),
+        dryRun: opts.dryRun,
+      });
+      if (answer.operation === 'invalidate-entity') printEntityInvalidation(ctx, answer.result, opts.json);
     });
 
   cache
@@ -240,6 +370,9 @@ Examples:
     .option('--batch <n>', 'keys per SCAN batch', '500')
     .option('--dry-run', 'count what would be warmed and evicted without writing')
     .option('--json', 'print the result as JSON')
+    .option('--reason <text>', 'why (the audit trail and the cache-admin log)')
+    .option('--direct', "connect to the cache from here instead of invoking the stage's cache-admin function")
+    .option('--audit-log <file>', 'JSON-lines audit trail (default ./tenang-audit/cache-<timestamp>.jsonl)')
     .addHelpText(
       'after',
       `
@@ -261,8 +394,12 @@ Examples:
       const opts = parseOptions(CacheFlushOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
       guardFlush(ctx, opts);
-      const { flush } = await import('../cache/flush');
-      const result = await flush(ctx, { batch: opts.batch, dryRun: opts.dryRun === true });
-      printFlush(ctx, result, opts.json === true);
+      const answer = await execute(ctx, opts, {
+        operation: 'flush',
+        batch: opts.batch,
+        dryRun: opts.dryRun === true,
+        confirmed: opts.yesIKnow === true,
+      });
+      if (answer.operation === 'flush') printFlush(ctx, answer.result, opts.json === true);
     });
 };

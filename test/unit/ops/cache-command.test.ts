@@ -5,19 +5,23 @@
  */
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, LambdaClient, type InvokeCommandOutput } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { run } from '../../../bin/tenang';
 import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
 import { UsageError } from '../../../lib/ops/cli-context';
 import {
   CEILING_VERSION,
   entityOfKey,
-  entityOfStageKey,
   hotKeyRef,
   invalidationsFor,
   prefixProblem,
   stageNamespace,
-} from '../../../lib/ops/cache/keys';
+} from '../../../lib/core/cache-admin-keys';
+import { entityOfStageKey } from '../../../lib/ops/cache/keys';
 import { progressPrinter } from '../../../lib/ops/cache/messages';
 import { bumpVersionPlan } from '../../../lib/ops/cache/version-bump';
 import { CacheFlushOptionsSchema, CacheInvalidateOptionsSchema } from '../../../lib/ops/commands/cache';
@@ -25,6 +29,7 @@ import { parseOptions } from '../../../lib/ops/options';
 
 const cfn = mockClient(CloudFormationClient);
 const dynamodb = mockClient(DynamoDBClient);
+const lambda = mockClient(LambdaClient);
 const KEYSPACE = cacheKeyspace('prod');
 
 /** Runs the CLI with its own environment: no Redis variables unless given. */
@@ -50,7 +55,19 @@ async function cli(
 beforeEach(() => {
   cfn.reset();
   dynamodb.reset();
+  lambda.reset();
 });
+
+/** An Invoke answer carrying `payload`, as the Lambda API returns it. */
+function invokeOutput(payload: unknown, functionError?: string): InvokeCommandOutput {
+  return {
+    $metadata: {},
+    StatusCode: 200,
+    // The SDK wraps the bytes in a blob adapter; the command reads them as bytes.
+    Payload: new TextEncoder().encode(JSON.stringify(payload)) as InvokeCommandOutput['Payload'],
+    ...(functionError === undefined ? {} : { FunctionError: functionError }),
+  };
+}
 
 describe('Command: cache', () => {
   describe('Schema: CacheInvalidateOptionsSchema', () => {
@@ -79,7 +96,15 @@ describe('Command: cache', () => {
       const opts = parseOptions(CacheInvalidateOptionsSchema, raw);
 
       // Assess
-      expect(opts).toEqual({ selector, batch: 500, dryRun: false, json: false });
+      expect(opts).toEqual({
+        selector,
+        batch: 500,
+        dryRun: false,
+        json: false,
+        direct: false,
+        reason: undefined,
+        auditLog: undefined,
+      });
     });
 
     it('when --batch, --dry-run and --json are given, they are parsed', () => {
@@ -277,11 +302,12 @@ describe('Command: cache', () => {
 
     it('when the cache variables are missing, it exits 2 naming the variables to set', async () => {
       // Act
-      const result = await cli({}, 'cache', 'invalidate', '--prefix', 'tenang:unit:v1:order:');
+      const result = await cli({}, 'cache', 'invalidate', '--prefix', 'tenang:unit:v1:order:', '--direct');
 
       // Assess
       expect(result.code).toBe(2);
       expect(result.err).toContain('CACHE_HOST: is not set');
+      expect(lambda.calls()).toHaveLength(0);
       expect(result.err).toContain('REDIS_URL');
       expect(result.err).toContain('CACHE_AUTH=iam');
     });
@@ -309,6 +335,20 @@ describe('Command: cache', () => {
     });
 
     it.each([['invalidate'], ['flush']])(
+      'when asked for help on %s, it names the cache-admin function and the --direct path',
+      async (sub) => {
+        // Act
+        const result = await cli({}, 'cache', sub, '--help');
+
+        // Assess
+        expect(result.out).toContain('cache-admin function');
+        expect(result.out).toContain('lambda:InvokeFunction');
+        expect(result.out).toContain('--direct');
+        expect(result.out).not.toContain('SSM session');
+      },
+    );
+
+    it.each([['invalidate'], ['flush']])(
       'when asked for help on %s, it prints examples and exits 0',
       async (sub) => {
         // Act
@@ -321,5 +361,156 @@ describe('Command: cache', () => {
         expect(result.out).toContain(`$ tenang --stage prod cache ${sub}`);
       },
     );
+  });
+
+  describe('Function: run (cache, through the cache-admin function)', () => {
+    let dir: string;
+    beforeEach(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cache-audit-'));
+    });
+    afterEach(() => {
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    const auditLines = (file: string): Record<string, unknown>[] =>
+      fs
+        .readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    it('when a prefix is invalidated, it invokes tenang-unit-cache-admin with the request, prints its result and audits who asked', async () => {
+      // Prepare: the SDK reads the credentials from the process's environment.
+      const saved = { ...process.env };
+      process.env.AWS_ACCESS_KEY_ID = 'AKIAUNITTEST';
+      process.env.AWS_SECRET_ACCESS_KEY = 'x';
+      const file = path.join(dir, 'audit.jsonl');
+      lambda.on(InvokeCommand).resolves(
+        invokeOutput({
+          status: 'ok',
+          operation: 'invalidate-prefix',
+          result: { prefix: 'tenang:unit:v1:order:', dryRun: false, scanned: 7, evicted: 3 },
+          warnings: [],
+        }),
+      );
+
+      // Act
+      let result: Awaited<ReturnType<typeof cli>>;
+      try {
+        result = await cli(
+          {
+            REDIS_URL: 'redis://127.0.0.1:1',
+            TENANG_ACTOR: 'alice',
+          },
+          'cache',
+          'invalidate',
+          '--prefix',
+          'tenang:unit:v1:order:',
+          '--reason',
+          'stale after deploy',
+          '--audit-log',
+          file,
+          '--json',
+        );
+      } finally {
+        process.env = saved;
+      }
+
+      // Assess
+      expect(result.code).toBe(0);
+      expect(JSON.parse(result.out)).toEqual({
+        action: 'invalidate',
+        prefix: 'tenang:unit:v1:order:',
+        dryRun: false,
+        scanned: 7,
+        evicted: 3,
+      });
+      const calls = lambda.commandCalls(InvokeCommand);
+      expect(calls).toHaveLength(1);
+      const input = calls[0]?.args[0].input;
+      expect(input?.FunctionName).toBe('tenang-unit-cache-admin');
+      expect(input?.InvocationType).toBe('RequestResponse');
+      expect(JSON.parse(new TextDecoder().decode(input?.Payload as Uint8Array))).toEqual({
+        operation: 'invalidate-prefix',
+        prefix: 'tenang:unit:v1:order:',
+        batch: 500,
+        dryRun: false,
+        requestedBy: { actor: 'alice', accessKeyId: 'AKIAUNITTEST', reason: 'stale after deploy' },
+      });
+      expect(auditLines(file)).toEqual([
+        expect.objectContaining({
+          stage: 'unit',
+          actor: 'alice',
+          accessKeyId: 'AKIAUNITTEST',
+          reason: 'stale after deploy',
+          path: 'invoke',
+          target: 'tenang-unit-cache-admin',
+          outcome: 'ok',
+          summary: { scanned: 7, evicted: 3 },
+        }),
+      ]);
+    });
+
+    it('when the function refuses the request, it exits 1 with its reason and audits the refusal', async () => {
+      // Prepare
+      const file = path.join(dir, 'audit.jsonl');
+      lambda
+        .on(InvokeCommand)
+        .resolves(invokeOutput({ status: 'refused', message: 'the hot keys cannot be warmed' }));
+
+      // Act
+      const result = await cli({}, 'cache', 'flush', '--yes-i-know', '--audit-log', file);
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.err).toContain('the hot keys cannot be warmed');
+      expect(auditLines(file)).toEqual([expect.objectContaining({ outcome: 'refused', path: 'invoke' })]);
+    });
+
+    it('when the function fails, it exits 1 naming the error and its log group', async () => {
+      // Prepare
+      lambda
+        .on(InvokeCommand)
+        .resolves(
+          invokeOutput({ errorType: 'CacheUnavailableError', errorMessage: 'Redis timed out' }, 'Unhandled'),
+        );
+
+      // Act
+      const result = await cli(
+        {},
+        'cache',
+        'invalidate',
+        '--entity',
+        'order:o-1',
+        '--audit-log',
+        path.join(dir, 'a.jsonl'),
+      );
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.err).toContain('CacheUnavailableError: Redis timed out');
+      expect(result.err).toContain('/aws/lambda/tenang-unit-cache-admin');
+    });
+
+    it('when the function does not exist, it exits 1 saying the stage lacks it', async () => {
+      // Prepare
+      lambda
+        .on(InvokeCommand)
+        .rejects(Object.assign(new Error('Function not found'), { name: 'ResourceNotFoundException' }));
+
+      // Act
+      const result = await cli(
+        {},
+        'cache',
+        'invalidate',
+        '--entity',
+        'order:o-1',
+        '--audit-log',
+        path.join(dir, 'a.jsonl'),
+      );
+
+      // Assess
+      expect(result.code).toBe(1);
+      expect(result.err).toContain('tenang-unit-cache-admin does not exist');
+    });
   });
 });

@@ -1,0 +1,122 @@
+/**
+ * Cache admin (C6): the `tenang cache invalidate|flush` operations, run inside the cache's VPC
+ * with the cache clients' security group, so an operator reaches the cache with AWS credentials
+ * alone (lambda:InvokeFunction on this function): the cache sits in isolated subnets that
+ * nothing outside the VPC can reach. The handler is thin: it parses the request at the boundary
+ * (lib/core/cache-admin.ts's schema) and runs the same operations the CLI's `--direct` path runs.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
+import { newDynamoDbClient } from '../../lib/adapters/aws/clients';
+import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
+import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
+import {
+  CACHE_ENV_SHAPE,
+  cacheConnectionSettings,
+  cacheEnvCheck,
+  connectRedis,
+} from '../../lib/adapters/redis/connect';
+import { RedisCache } from '../../lib/adapters/redis/redis-cache';
+import { CACHE_ADMIN_SERVICE } from '../../lib/config/metrics';
+import { StageSchema } from '../../lib/config/schema';
+import * as z from '../../lib/config/zod';
+import {
+  CacheAdminRefusedError,
+  runCacheAdminRequest,
+  type CacheAdminAnswer,
+  type CacheAdminDeps,
+  type EntitySource,
+} from '../../lib/core/cache-admin';
+import type { EvictingCache } from '../../lib/core/ports';
+
+/** Powertools service name of this function. */
+export const SERVICE_NAME = CACHE_ADMIN_SERVICE;
+
+/** Scan progress is logged at most this often, milliseconds. */
+const PROGRESS_LOG_INTERVAL_MS = 5_000;
+
+/** The function's environment: the cache variables every cache client gets, and the orders table. */
+export const CacheAdminEnvSchema = z
+  .object({
+    ...CACHE_ENV_SHAPE,
+    TENANG_STAGE: StageSchema.shape.name,
+    /** The table of the cached entities; absent when the pipeline declares none. */
+    ORDERS_TABLE: z.optional(z.string().check(z.minLength(1))),
+  })
+  .check(cacheEnvCheck());
+
+/** What the handler runs with. */
+export interface CacheAdminHandlerDeps {
+  readonly stage: string;
+  readonly settings: CacheAdminDeps['settings'];
+  readonly cache: EvictingCache;
+  /** Undefined when the deployment has no orders table: entity operations are then refused. */
+  readonly source: EntitySource | undefined;
+  readonly logger: Logger;
+  /** @default Math.random */
+  readonly random?: () => number;
+}
+
+/** The handler over `deps` (tests build it with their own cache and table). */
+export function createHandler(
+  deps: CacheAdminHandlerDeps,
+): (event: unknown, context?: Context) => Promise<CacheAdminAnswer> {
+  const { logger } = deps;
+  const source = (): Promise<EntitySource> =>
+    deps.source === undefined
+      ? Promise.reject(
+          new CacheAdminRefusedError(
+            `stage ${deps.stage} declares no orders table: there is no source of truth to fence entities at`,
+          ),
+        )
+      : Promise.resolve(deps.source);
+  return async (event, context) => {
+    if (context !== undefined) logger.addContext(context);
+    // Who asked and why, as the CLI says (its own audit trail records the caller's identity too).
+    const request = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : {};
+    logger.info('Cache admin request', { operation: request.operation, requestedBy: request.requestedBy });
+    let lastProgress = 0;
+    const answer = await runCacheAdminRequest(
+      {
+        stage: deps.stage,
+        settings: deps.settings,
+        cache: deps.cache,
+        source,
+        random: deps.random ?? Math.random,
+        progress: (what) => (p) => {
+          if (Date.now() - lastProgress < PROGRESS_LOG_INTERVAL_MS) return;
+          lastProgress = Date.now();
+          logger.info('Scan progress', { prefix: what, scanned: p.scanned, evicted: p.evicted });
+        },
+      },
+      event,
+    ).catch((error: unknown) => {
+      logger.error('Cache admin request failed', { error });
+      throw error;
+    });
+    if (answer.status === 'refused') logger.warn('Cache admin request refused', { message: answer.message });
+    else logger.info('Cache admin request done', { operation: answer.operation, warnings: answer.warnings });
+    return answer;
+  };
+}
+
+// Module scope: configuration fails at init; the client and the connection live across invocations.
+const env = parseFunctionEnv(SERVICE_NAME, CacheAdminEnvSchema);
+const config = stageConfig(env.TENANG_STAGE, env.AWS_REGION);
+const logger = new Logger({ serviceName: SERVICE_NAME });
+const connection = connectRedis(cacheConnectionSettings(env), {
+  commandTimeoutMs: config.stage.cache.commandTimeoutMs,
+  onError: (error) => logger.warn('Redis connection error', { error: error.message }),
+});
+
+/** The deployed handler. */
+export const handler = createHandler({
+  stage: env.TENANG_STAGE,
+  settings: config.stage.cache,
+  cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+  source:
+    env.ORDERS_TABLE === undefined
+      ? undefined
+      : new DynamoDbEntitySource(newDynamoDbClient(), env.ORDERS_TABLE),
+  logger,
+});
