@@ -324,6 +324,7 @@ describe('Function: auditLive over readLiveStack', () => {
       'Tenang-F2-RetainOnCreate': 'not-checkable',
       'Tenang-F3-AlarmTopicPublish': 'not-checkable',
       'Tenang-F4-QueueSendGrant': 'not-checkable',
+      'Tenang-F6-OperatorReach': 'not-checkable',
     });
     expect(items['Tenang-D4']?.why).toMatch(/^not checkable live: /);
     expect(items['Tenang-D2']?.why).toBe(
