@@ -23,7 +23,7 @@
  * the CDK.
  */
 import type { PipelineConfig } from '../../config';
-import { RECONCILER_SERVICE } from '../../config/metrics';
+import { CACHE_ADMIN_SERVICE, RECONCILER_SERVICE } from '../../config/metrics';
 import type { ChecklistItem } from './checklist';
 
 /** The feature the preflight rules prove (docs/features.md#p5). */
@@ -442,7 +442,9 @@ export function stageFromConfig(config: PipelineConfig, stackName: string): Stag
   const functions = [
     ...config.jobTypes.map((j) => j.consumer),
     ...config.streamConsumers.map((s) => s.consumer),
+    // tenang's own functions: PipelineStack always builds both.
     RECONCILER_SERVICE,
+    CACHE_ADMIN_SERVICE,
   ].map((service) => ({ name: fn(service) }));
   const hasStream = config.tables.some((t) => t.stream !== undefined);
   return {

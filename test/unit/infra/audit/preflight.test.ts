@@ -226,6 +226,7 @@ describe('Preflight (P5)', () => {
         'tenang-unit-cache-invalidator',
         'tenang-unit-outbox-relay',
         'tenang-unit-flag-reconciler',
+        'tenang-unit-cache-admin',
       ]);
       expect(stage.retainedTables).toEqual([
         'tenang-unit-idempotency',
@@ -245,12 +246,12 @@ describe('Preflight (P5)', () => {
       // Act
       const demand = concurrencyDemand(referenceStage(), new Map(), 1);
 
-      // Assess: 10 + 5 + 5, two stream consumers on one shard each, the reconciler.
-      expect(demand.total).toBe(23);
+      // Assess: 10 + 5 + 5, two stream consumers on one shard each, the reconciler and the cache admin.
+      expect(demand.total).toBe(24);
       expect(demand.parts).toEqual([
         'queue mappings 10+5+5',
         'stream mappings 1+1 (shards × parallelization factor)',
-        '1 other function 1',
+        '2 other functions 2',
       ]);
       expect(demand.assumptions).toHaveLength(2);
     });
@@ -275,7 +276,7 @@ describe('Preflight (P5)', () => {
     });
 
     it('when it holds the need but not the headroom, it warns with what to do', () => {
-      // Act: 23 needed, headroom 5
+      // Act: 24 needed, headroom 5
       const result = checkConcurrency(
         facts({ concurrency: { ok: true, value: { limit: 1000, unreserved: 25 } } }),
       );
@@ -283,7 +284,7 @@ describe('Preflight (P5)', () => {
       // Assess
       expect(result.status).toBe('warn');
       expect(result.message).toMatch(
-        /can run 23 concurrent executions.*25 unreserved of 1000.*less than 5 to spare/,
+        /can run 24 concurrent executions.*25 unreserved of 1000.*less than 5 to spare/,
       );
       expect(result.remedy).toMatch(/Concurrent executions/);
     });
@@ -294,11 +295,11 @@ describe('Preflight (P5)', () => {
         facts({ concurrency: { ok: true, value: { limit: 10, unreserved: 10 } } }),
       );
 
-      // Assess: 23 needed + 5 headroom, nothing reserved by others.
+      // Assess: 24 needed + 5 headroom, nothing reserved by others.
       expect(result.status).toBe('fail');
       expect(result.message).toMatch(/10 unreserved of 10.*throttled/);
       expect(result.remedy).toContain(
-        'aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value 28 --region eu-west-1',
+        'aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value 29 --region eu-west-1',
       );
       expect(result.remedy).toMatch(/batch\.maxConcurrency/);
     });
