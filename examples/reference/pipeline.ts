@@ -13,7 +13,14 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
     stage: {
       name: stageName,
       region,
-      alarmTopic: { name: `tenang-${stageName}-alarms` },
+      alarmTopic: {
+        name: `tenang-${stageName}-alarms`,
+        // Who is told of an alarm. Deploy with `-c tenang:alarmEmail=you@example.com` (it adds
+        // { email } here; confirm the mail AWS sends), or list your on-call here: { email },
+        // { https } (a PagerDuty / Opsgenie URL), { topicArn } (e.g. your AWS Chatbot topic).
+        // With no one, the synth refuses the stage (Tenang-F5-AlarmSubscriber).
+        deliverTo: [],
+      },
       // Replace with the real providers' endpoints before deploying to an account.
       providers: {
         payment: 'https://payments.example.com',

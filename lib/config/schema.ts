@@ -243,16 +243,80 @@ export const StageNameSchema = z
     ),
   );
 
+/** An SNS topic ARN: arn:<partition>:sns:<region>:<account>:<name>. */
+const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z]{2}(-gov)?-[a-z]+-\d:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+
+/**
+ * One subscriber of the stage's alarms; exactly one key.
+ * - `email`: an e-mail subscription of the stage's alarm topic. AWS sends a confirmation mail and
+ *   delivers nothing until its link is followed (the subscription is PendingConfirmation).
+ * - `https`: an HTTPS subscription of the stage's alarm topic: a PagerDuty or Opsgenie
+ *   integration URL, a webhook. The endpoint must confirm it (SubscriptionConfirmation message).
+ * - `topicArn`: an existing SNS topic outside the stack (e.g. the one an AWS Chatbot / Amazon Q
+ *   Developer channel is configured on). Every alarm publishes to it IN ADDITION to the stage's
+ *   own topic. The operator owns it: its topic policy must allow Service
+ *   cloudwatch.amazonaws.com sns:Publish (conditioned on aws:SourceAccount = the stage's account,
+ *   aws:SourceArn arn:aws:cloudwatch:<region>:<account>:alarm:*), and if it is encrypted its key
+ *   must be customer managed with a key policy allowing cloudwatch.amazonaws.com kms:Decrypt and
+ *   kms:GenerateDataKey* (alias/aws/sns cannot be used); it must be a standard topic, and its
+ *   subscriptions are not checked at synth (the live audit reads them when it may).
+ */
+export const AlarmSubscriberSchema = z
+  .strictObject({
+    email: z.optional(z.email('must be an e-mail address, e.g. on-call@example.com')),
+    https: z.optional(
+      z.url({ protocol: /^https$/, error: 'must be an https:// URL, e.g. https://events.pagerduty.com/…' }),
+    ),
+    topicArn: z.optional(
+      z
+        .string()
+        .check(
+          z.regex(SNS_TOPIC_ARN, 'must be an SNS topic ARN, e.g. arn:aws:sns:eu-west-1:123456789012:on-call'),
+        ),
+    ),
+  })
+  .check(
+    z.refine(
+      (s) => [s.email, s.https, s.topicArn].filter((v) => v !== undefined).length === 1,
+      'name exactly one of email, https or topicArn',
+    ),
+  );
+export type AlarmSubscriber = z.output<typeof AlarmSubscriberSchema>;
+
+/** No one is told, on purpose: the reason is written into the template and shown by the audit. */
+export const NoAlarmDeliverySchema = z.strictObject({
+  none: z.string().check(z.trim(), z.minLength(1, "give the reason no one is told of this stage's alarms")),
+});
+
+/** The stage's alarm topic and who it tells. */
+export const AlarmTopicSchema = z.object({
+  /** SNS topic name for every alarm action. */
+  name: z.string().check(z.regex(/^[A-Za-z0-9_-]{1,256}$/)),
+  /**
+   * Who is told of every alarm: subscribers (`[{ email }, { https }, { topicArn }]`), or
+   * `{ none: '<reason>' }`. An empty list declares no one, and the synth refuses it
+   * (Tenang-F5-AlarmSubscriber); `cdk synth -c tenang:alarmEmail=you@example.com` adds one e-mail.
+   * @default []
+   */
+  deliverTo: z._default(
+    z.union([z.array(AlarmSubscriberSchema), NoAlarmDeliverySchema], {
+      error:
+        "must be a list of subscribers ([{ email }, { https }, { topicArn }]) or { none: '<why no one is told>' }",
+    }),
+    [],
+  ),
+  /** Replaced by deliverTo; refused so that an old declaration does not lose its subscribers silently. */
+  emails: z.optional(
+    z.never({ error: "was replaced by deliverTo: write deliverTo: [{ email: 'on-call@example.com' }, …]" }),
+  ),
+});
+export type AlarmTopic = z.output<typeof AlarmTopicSchema>;
+
 export const StageSchema = z.object({
   /** Stage name, part of every resource name and SSM path. */
   name: StageNameSchema,
   region: z.string().check(z.regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'must be an AWS region such as eu-west-1')),
-  alarmTopic: z.object({
-    /** SNS topic name for every alarm action. */
-    name: z.string().check(z.regex(/^[A-Za-z0-9_-]{1,256}$/)),
-    /** Optional e-mail subscriptions. @default [] */
-    emails: z._default(z.array(z.email()), []),
-  }),
+  alarmTopic: AlarmTopicSchema,
   /** External providers the consumers call; each call carries the idempotency key (I3). */
   providers: z.record(providerName(), z.url()),
   cache: z.object({

@@ -1,6 +1,7 @@
 /**
  * Alarms and dashboards (O1, O3, O4). Thresholds come from the pipeline config; every alarm's
- * description names its runbook file; all actions go to one encrypted SNS topic.
+ * description names its runbook file; all actions go to one encrypted SNS topic, whose
+ * subscribers (or the existing topics also notified) the declaration names in deliverTo.
  *
  * Per consumer a composite alarm carries the page. Its actions are suppressed while the
  * consumer is deliberately paused (its Paused metric is 1), because a backlog is then expected;
@@ -9,7 +10,7 @@
  * a denied permission (PermissionDenied): a missing grant stays missing while paused, and pausing
  * is that alarm's own mitigation.
  */
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -24,11 +25,16 @@ import {
   METRICS_NAMESPACE,
   SERVICE_DIMENSION,
   flagMetricDimensions,
+  type AlarmTopic,
   type DerivedAlarmSettings,
   type ResolvedJobType,
   type ResolvedStreamConsumer,
 } from '../config';
+import { NO_SUBSCRIBER_METADATA_KEY } from './audit/deploy-readiness';
 import { validateProps } from './validation';
+
+/** CloudWatch: an alarm has at most 5 actions per state (PutMetricAlarm AlarmActions, OKActions). */
+const MAX_ACTIONS_PER_STATE = 5;
 
 /** Retry rate (%) of a job type from its retried (r), succeeded (s) and permanently failed (p) counts. */
 export const RETRY_RATE_EXPRESSION =
@@ -72,8 +78,13 @@ export interface ObservabilityProps {
   readonly stageName: string;
   /** SNS topic name for every alarm action. */
   readonly topicName: string;
-  /** @default [] */
-  readonly alarmEmails?: readonly string[];
+  /**
+   * Who is told of every alarm (the declaration's stage.alarmTopic.deliverTo): e-mail and HTTPS
+   * subscriptions of the topic, existing topics that every alarm also notifies, or `{ none }`
+   * with the reason, written into the topic's metadata for the audit (Tenang-F5-AlarmSubscriber).
+   * @default [] - no one: the synth refuses it (Tenang-F5-AlarmSubscriber)
+   */
+  readonly deliverTo?: AlarmTopic['deliverTo'];
   readonly jobTypes: readonly MonitoredJobType[];
   readonly streamConsumers: readonly MonitoredStreamConsumer[];
   /** The flag reconciler, whose failures leave pauses unenforced. */
@@ -108,7 +119,8 @@ export class Observability extends Construct {
   /** Dashboards keyed by consumer name. */
   public readonly dashboards: ReadonlyMap<string, cloudwatch.Dashboard>;
 
-  private readonly action: actions.SnsAction;
+  /** The stage's topic, then each existing topic of deliverTo. */
+  private readonly actions: readonly actions.SnsAction[];
   private readonly prefix: string;
 
   public constructor(scope: Construct, id: string, props: ObservabilityProps) {
@@ -119,6 +131,12 @@ export class Observability extends Construct {
         return rate > 0 && rate <= 100 ? undefined : 'retryRatePercent must be in (0, 100]';
       },
       (p) => (p.jobTypes.length > 0 ? undefined : 'at least one job type is monitored'),
+      (p) => {
+        const topics = Array.isArray(p.deliverTo) ? p.deliverTo.filter((d) => d.topicArn !== undefined) : [];
+        return topics.length + 1 <= MAX_ACTIONS_PER_STATE
+          ? undefined
+          : `deliverTo names ${topics.length} topics: with the stage's own an alarm would have ${topics.length + 1} actions, CloudWatch allows ${MAX_ACTIONS_PER_STATE}`;
+      },
     ]);
     this.prefix = `tenang-${props.stageName}`;
 
@@ -164,9 +182,27 @@ export class Observability extends Construct {
         },
       }),
     );
-    for (const email of props.alarmEmails ?? [])
-      this.topic.addSubscription(new subs.EmailSubscription(email));
-    this.action = new actions.SnsAction(this.topic);
+    const deliverTo = props.deliverTo ?? [];
+    const existing: actions.SnsAction[] = [];
+    if (Array.isArray(deliverTo)) {
+      const subscribe = (subscription: sns.ITopicSubscription): void =>
+        Validations.of(this.topic.addSubscription(subscription)).acknowledge({
+          id: 'Serverless-SNSRedrivePolicy',
+          reason:
+            "An alarm notification: SNS retries the delivery itself, and a dead-letter queue of undelivered pages would need an alarm of its own, paging through this same topic; failed deliveries show in the topic's NumberOfNotificationsFailed metric.",
+        });
+      deliverTo.forEach((d, i) => {
+        if (d.email !== undefined) subscribe(new subs.EmailSubscription(d.email));
+        if (d.https !== undefined)
+          subscribe(new subs.UrlSubscription(d.https, { protocol: sns.SubscriptionProtocol.HTTPS }));
+        // An existing topic is notified directly: SNS cannot subscribe a topic to a topic.
+        if (d.topicArn !== undefined)
+          existing.push(new actions.SnsAction(sns.Topic.fromTopicArn(this, `DeliverTo${i}`, d.topicArn)));
+      });
+    } else {
+      (this.topic.node.defaultChild as sns.CfnTopic).addMetadata(NO_SUBSCRIBER_METADATA_KEY, deliverTo.none);
+    }
+    this.actions = [new actions.SnsAction(this.topic), ...existing];
 
     const alarms = new Map<string, ConsumerAlarms>();
     const dashboards = new Map<string, cloudwatch.Dashboard>();
@@ -214,8 +250,8 @@ export class Observability extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     if (opts.direct) {
-      alarm.addAlarmAction(this.action);
-      alarm.addOkAction(this.action);
+      alarm.addAlarmAction(...this.actions);
+      alarm.addOkAction(...this.actions);
     }
     return alarm;
   }
@@ -290,8 +326,8 @@ export class Observability extends Construct {
       actionsSuppressorExtensionPeriod: Duration.seconds(settings.periodSeconds * 5),
       actionsSuppressorWaitPeriod: Duration.seconds(settings.periodSeconds),
     });
-    composite.addAlarmAction(this.action);
-    composite.addOkAction(this.action);
+    composite.addAlarmAction(...this.actions);
+    composite.addOkAction(...this.actions);
     return composite;
   }
 

@@ -205,7 +205,7 @@ export class PipelineStack extends Stack {
     this.observability = new Observability(this, 'Observability', {
       stageName: stage,
       topicName: config.stage.alarmTopic.name,
-      alarmEmails: config.stage.alarmTopic.emails,
+      deliverTo: config.stage.alarmTopic.deliverTo,
       jobTypes: config.jobTypes.map((j) => {
         const w = this.workerQueue(j.name);
         return {

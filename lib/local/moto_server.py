@@ -32,6 +32,8 @@ import uuid
 
 import moto.server
 
+import moto_sns
+
 MARKER_HEADER = ("x-tenang-moto", "serialized-dynamodb")
 _dynamodb_lock = threading.Lock()
 
@@ -186,6 +188,8 @@ class SerializedDynamoDBApplication(moto.server.DomainDispatcherApplication):
 
 
 moto.server.DomainDispatcherApplication = SerializedDynamoDBApplication  # type: ignore[misc]
+# SNS subscriptions wait for their endpoint to confirm them, as on AWS: see moto_sns.py.
+moto_sns.install(moto.server)
 
 if __name__ == "__main__":
     moto.server.main()

@@ -14,7 +14,8 @@ import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { GetParametersByPathCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { AlarmEvaluator, type AlarmEvaluatorDeps } from './alarms/evaluator';
-import type { AlarmNotification } from './alarms/state';
+import type { AlarmNotification, NotificationFanOut } from './alarms/state';
+import { confirmPendingSubscriptions, fanOut, type ConfirmedSubscription } from './alarm-delivery';
 import { queueNameFromUrl } from '../adapters/aws/deployment';
 import { readLocalDeployment, type LocalDeployment } from './deployment';
 import { INJECTED_POINT_LINE } from '../adapters/crash';
@@ -145,6 +146,7 @@ export class LocalPlatform {
       readonly ssm: SSMClient;
       readonly streams: DynamoDBStreamsClient;
       readonly cloudwatch: CloudWatchClient;
+      readonly sns: SNSClient;
     },
     private readonly opts: PlatformOptions,
     /** IAM as the platform enforces it (undefined with TENANG_IAM=off): denials and used grants. */
@@ -281,8 +283,10 @@ export class LocalPlatform {
               },
         ),
       );
+      // SNS's own view of the topic (who is subscribed), read after each publish.
+      const snsAdmin = roleClient(new SNSClient(config));
       const { accountId, region } = provisioned.context;
-      const notify = async (n: AlarmNotification): Promise<void> => {
+      const notify = async (n: AlarmNotification): Promise<NotificationFanOut> => {
         const alarmArn = n.alarmArn ?? `arn:aws:cloudwatch:${region}:${accountId}:alarm:${n.alarm}`;
         const publish = new PublishCommand({
           TopicArn: n.target,
@@ -305,6 +309,11 @@ export class LocalPlatform {
           { step: 'build', name: 'tenangSourceArn' },
         );
         await sns.send(publish);
+        return fanOut(snsAdmin, {
+          topicArn: n.target,
+          subject: publish.input.Subject ?? '',
+          message: publish.input.Message ?? '',
+        });
       };
       const alarms = new AlarmEvaluator({
         ...opts.alarms,
@@ -384,7 +393,7 @@ export class LocalPlatform {
         api,
         { payment, messaging, declared: declaredProviders },
         alarms,
-        { sqs, ssm: new SSMClient(config), streams, cloudwatch },
+        { sqs, ssm: new SSMClient(config), streams, cloudwatch, sns: snsAdmin },
         opts,
         iam,
         { proxy, clients: roleClients, projectRoot },
@@ -403,6 +412,17 @@ export class LocalPlatform {
       await env.stop();
       throw error;
     }
+  }
+
+  /**
+   * Confirms the pending SNS subscriptions (e-mail, HTTP/S) as their owners would by following
+   * the confirmation link: AWS, and this platform, deliver nothing to them until then. `which`
+   * picks them (default: all); returns those confirmed.
+   */
+  public confirmSubscriptions(
+    which?: (s: { topicArn: string; protocol: string; endpoint: string }) => boolean,
+  ): Promise<ConfirmedSubscription[]> {
+    return confirmPendingSubscriptions(this.env.endpoint, this.clients.sns, which);
   }
 
   /** Invocations served per function since the start (pollers, Invoke, the platform's own). */

@@ -9,11 +9,13 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { listStackResources, type DeployedResource } from '../adapters/aws/deployment';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { provisionAlarms, type ProvisionedAlarms } from './alarm-provisioner';
+import { provisionSubscriptions } from './subscription-provisioner';
 import { provisionTimeToLive } from './ttl-provisioner';
 import { readTemplate, type ResolveContext } from './template';
 import { stackName } from '../infra/app';
-import { STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
+import { ALARM_EMAIL_CONTEXT_KEY, STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
 import { synthCacheEnabled, synthKey, withSynthCache } from './synth-cache';
 
 /** Raised when a cdk step fails; carries the tail of its output. */
@@ -94,6 +96,14 @@ function runCdk(projectRoot: string, args: string[], env: Readonly<Record<string
   });
 }
 
+/**
+ * The e-mail subscriber the platform adds to every stage's alarms (`-c tenang:alarmEmail`), on top
+ * of the declaration's: the app synthesizes without one of its own, and the platform has a
+ * subscriber it can confirm. Like any e-mail subscription it stays PendingConfirmation until
+ * confirmed (LocalPlatform.confirmSubscriptions); no mail is sent.
+ */
+export const LOCAL_ALARM_EMAIL = 'alarms@tenang.localhost';
+
 /** Synthesizes for the emulator, bootstraps its environment and deploys; re-running changes nothing. */
 export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Provisioned> {
   const log = opts.log ?? ((): void => undefined);
@@ -102,7 +112,14 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
   // a cdk output directory, which the cdk CLI locks.
   const emulatorPort = new URL(opts.env.AWS_ENDPOINT_URL ?? 'http://localhost:0').port || 'default';
   const assemblyDir = path.join(opts.projectRoot, '.tenang', `cdk.out-${stage}-${emulatorPort}`);
-  const context = ['-c', `${TARGET_CONTEXT_KEY}=emulator`, '-c', `${STAGE_CONTEXT_KEY}=${stage}`];
+  const context = [
+    '-c',
+    `${TARGET_CONTEXT_KEY}=emulator`,
+    '-c',
+    `${STAGE_CONTEXT_KEY}=${stage}`,
+    '-c',
+    `${ALARM_EMAIL_CONTEXT_KEY}=${LOCAL_ALARM_EMAIL}`,
+  ];
 
   const synth = (outputDir: string): Promise<string> =>
     runCdk(opts.projectRoot, ['synth', ...context, '--output', outputDir, '--quiet'], opts.env);
@@ -148,6 +165,13 @@ export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Pro
     );
     log("creating the alarms (the emulator's CloudFormation skips them)…");
     const alarms = await provisionAlarms(cloudwatch, context);
+    log("subscribing the topics' subscribers (the emulator's CloudFormation skips them)…");
+    const sns = new SNSClient(clientConfig);
+    try {
+      await provisionSubscriptions(sns, context);
+    } finally {
+      sns.destroy();
+    }
     log("turning on the tables' time to live (the emulator's CloudFormation skips it)…");
     const dynamodb = new DynamoDBClient(clientConfig);
     try {

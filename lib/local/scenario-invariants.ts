@@ -78,6 +78,11 @@ export interface InvariantFacts {
       readonly target: string;
       readonly outcome: 'delivered' | 'failed';
       readonly error?: string;
+      /** Who SNS delivered a published notification to, and the subscriptions still pending. */
+      readonly fanOut?: {
+        readonly subscribers: readonly { readonly endpoint: string; readonly outcome: string }[];
+        readonly pending: readonly string[];
+      };
     }[];
   };
   /**
@@ -295,19 +300,32 @@ export function streamFullyDelivered(facts: InvariantFacts): InvariantResult {
 }
 
 /**
- * Every alarm notification reached its topic: CloudWatch (the platform, as
- * cloudwatch.amazonaws.com, judged by the topic and key policies) published each one. A topic
- * whose policy lets no alarm publish pages nobody, and shows it only in the alarm history.
+ * Every alarm notification reached a person: CloudWatch (the platform, as
+ * cloudwatch.amazonaws.com, judged by the topic and key policies) published each one, and SNS
+ * handed each published one to at least one confirmed subscriber. A topic whose policy lets no
+ * alarm publish pages nobody, and shows it only in the alarm history; a topic with no confirmed
+ * subscriber takes every publish and tells no one.
  */
-export function alarmsNotified(facts: InvariantFacts): InvariantResult {
+export function alarmsNotified(facts: Pick<InvariantFacts, 'alarmNotifications'>): InvariantResult {
   const { owed, deliveries } = facts.alarmNotifications;
   const failed = deliveries.filter((d) => d.outcome === 'failed');
   const violations = failed.map((d) => `${d.alarm} → ${d.target}: ${d.error ?? 'failed'}`);
   if (owed > 0 && deliveries.length === 0)
     violations.push(`${owed} alarm transition(s) owed notifications, but none was published`);
+  const published = deliveries.filter((d) => d.outcome === 'delivered');
+  const unread = published.filter((d) => !(d.fanOut?.subscribers ?? []).some((s) => s.outcome !== 'failed'));
+  for (const d of unread) {
+    const tried = (d.fanOut?.subscribers ?? []).map((s) => `${s.endpoint} failed`);
+    const pending = (d.fanOut?.pending ?? []).map((p) => `${p} pending confirmation`);
+    const why =
+      d.fanOut === undefined
+        ? 'who it reached is unknown'
+        : [...tried, ...pending].join(', ') || 'the topic has no subscriber';
+    violations.push(`${d.alarm} → ${d.target}: published, but no confirmed subscriber received it (${why})`);
+  }
   return verdict(
-    'every alarm notification reached its topic (CloudWatch may publish to it)',
-    `${owed} transitions with actions, ${deliveries.length - failed.length} of ${deliveries.length} notifications delivered`,
+    'every alarm notification reached its topic (CloudWatch may publish to it) and a confirmed subscriber',
+    `${owed} transitions with actions, ${published.length} of ${deliveries.length} notifications published, ${published.length - unread.length} received by a subscriber`,
     violations,
   );
 }

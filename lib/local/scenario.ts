@@ -396,6 +396,13 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         assemblyDir: platform?.provisioned.assemblyDir,
       };
     const p = platform;
+    // The stage's alarm e-mail (the platform's own address) is pending until confirmed, as on
+    // AWS; the on-call confirms it before the run, so the alarm invariant can ask that each
+    // notification reached them.
+    const confirmed = await p.confirmSubscriptions();
+    opts.log(
+      `confirmed ${confirmed.length} alarm subscription(s): ${confirmed.map((c) => `${c.protocol} ${c.endpoint}`).join(', ') || 'none pending'}`,
+    );
     await opts.onProvisioned?.(p);
     const targets = resolveTargets(p);
     const sqs = new SQSClient({ endpoint: p.env.endpoint, region: p.env.region });

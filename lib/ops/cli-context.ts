@@ -10,6 +10,7 @@ import { CloudWatchLogsClient } from '@aws-sdk/client-cloudwatch-logs';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import type { Command } from 'commander';
@@ -46,6 +47,7 @@ export interface CliClients {
   readonly cloudformation: CloudFormationClient;
   /** CloudWatch Logs (`tenang preflight` looks up retained log groups). */
   readonly logs: CloudWatchLogsClient;
+  readonly sns: SNSClient;
 }
 
 /** How a destructive command asks before acting. */
@@ -145,6 +147,7 @@ export function contextFromEnv(
       cloudformation: new CloudFormationClient(base('CLOUDFORMATION')),
       // The SDK's own variable for this service is AWS_ENDPOINT_URL_CLOUDWATCH_LOGS.
       logs: new CloudWatchLogsClient(base('CLOUDWATCH_LOGS')),
+      sns: new SNSClient(base('SNS')),
     });
   };
   const name = stackName(stage);

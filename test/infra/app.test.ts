@@ -6,6 +6,10 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { referenceApp } from '../../examples/reference/reference-app';
+import { ALARM_EMAIL_CONTEXT_KEY } from '../../lib/infra/target';
+
+/** The subscriber every synthesis here passes, as a deployer does with -c tenang:alarmEmail=…. */
+const ON_CALL = 'on-call@example.com';
 
 function synthesize(context: Record<string, string> = {}): {
   outdir: string;
@@ -13,7 +17,7 @@ function synthesize(context: Record<string, string> = {}): {
   stackName: string;
 } {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-'));
-  const app = new App({ outdir, context });
+  const app = new App({ outdir, context: { [ALARM_EMAIL_CONTEXT_KEY]: ON_CALL, ...context } });
   const { stack } = referenceApp(app, 'eu-west-1');
   app.synth();
   return { outdir, template: Template.fromStack(stack), stackName: stack.stackName };
@@ -35,7 +39,10 @@ describe('Function: buildApp', () => {
 
   it('when a construct breaks a rule of either pack, synthesis fails naming the rule', () => {
     // Prepare
-    const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-')) });
+    const app = new App({
+      outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-synth-')),
+      context: { [ALARM_EMAIL_CONTEXT_KEY]: ON_CALL },
+    });
     const { stack } = referenceApp(app, 'eu-west-1');
     new sqs.Queue(stack, 'Unprotected', { encryption: sqs.QueueEncryption.UNENCRYPTED });
 
@@ -60,6 +67,42 @@ describe('Function: buildApp', () => {
 
     // Assess
     expect(run).not.toThrow();
+  });
+
+  it('when the example is synthesized without a subscriber, synthesis fails naming Tenang-F5-AlarmSubscriber and what to add', () => {
+    // Act
+    const act = (): unknown => synthesize({ [ALARM_EMAIL_CONTEXT_KEY]: '' });
+
+    // Assess
+    expect(act).toThrow(
+      /has no subscriber[\s\S]*-c tenang:alarmEmail=you@example.com[\s\S]*Tenang-F5-AlarmSubscriber/,
+    );
+  });
+
+  it('when synthesized with -c tenang:alarmEmail, every topic an alarm notifies has an AWS::SNS::Subscription, the e-mail one', () => {
+    // Act
+    const { template } = synthesize();
+
+    // Assess
+    const json = template.toJSON() as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    };
+    const topics = new Set(
+      Object.values(json.Resources)
+        .filter((r) => r.Type === 'AWS::CloudWatch::Alarm' || r.Type === 'AWS::CloudWatch::CompositeAlarm')
+        .flatMap((r) =>
+          [...((r.Properties?.AlarmActions as { Ref: string }[] | undefined) ?? [])].map((a) => a.Ref),
+        ),
+    );
+    const subscribed = Object.values(json.Resources)
+      .filter((r) => r.Type === 'AWS::SNS::Subscription')
+      .map((r) => ({
+        topic: (r.Properties?.TopicArn as { Ref: string }).Ref,
+        endpoint: r.Properties?.Endpoint,
+        protocol: r.Properties?.Protocol,
+      }));
+    expect(topics.size).toBe(1);
+    expect(subscribed).toEqual([...topics].map((topic) => ({ topic, endpoint: ON_CALL, protocol: 'email' })));
   });
 
   it('when the target context is unknown, it fails naming the allowed values', () => {

@@ -4,10 +4,11 @@ import { App, Stack, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
-import { loadPipelineConfig, type PipelineConfig } from '../../lib/config';
+import { loadPipelineConfig, type PipelineConfig, type PipelineInput } from '../../lib/config';
 import { referencePipeline } from '../../examples/reference/pipeline';
 import { addIngress } from '../../examples/reference/reference-app';
 import type { Ingress } from '../../lib/infra/ingress';
+import { withAlarmEmail } from '../../lib/infra/app';
 import { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { ConstructPropsError } from '../../lib/infra/validation';
 import { TARGET_CONTEXT_KEY, targetTraits, type DeployTarget } from '../../lib/infra/target';
@@ -30,9 +31,17 @@ export interface CfnResource {
 /** The reference app's directory: its job types' `entry` paths are relative to it. */
 export const REFERENCE_APP_DIR = path.join(__dirname, '..', '..', 'examples', 'reference');
 
+/** The e-mail the reference is deployed with here, as `-c tenang:alarmEmail=…` would give it. */
+export const ON_CALL_EMAIL = 'on-call@example.com';
+
+/** The reference declaration of a stage with its alarm subscriber, as a deployment gives it. */
+export function referenceDeclaration(stage = 'dev'): PipelineInput {
+  return withAlarmEmail(referencePipeline(stage, REGION), ON_CALL_EMAIL);
+}
+
 /** The reference pipeline of a stage, validated and resolved like the app does. */
 export function referenceConfig(stage = 'dev'): PipelineConfig {
-  return loadPipelineConfig(referencePipeline(stage, REGION));
+  return loadPipelineConfig(referenceDeclaration(stage));
 }
 
 /** A fresh, empty stack named "Test" in its own app, for construct tests. */
@@ -49,7 +58,7 @@ export function synthPipeline(target: DeployTarget = 'aws'): {
 } {
   const app = new App({ context: { ...NO_BUNDLING, [TARGET_CONTEXT_KEY]: target } });
   const stack = new PipelineStack(app, 'tenang-dev', {
-    pipeline: referencePipeline('dev', REGION),
+    pipeline: referenceDeclaration('dev'),
     appDir: REFERENCE_APP_DIR,
     traits: targetTraits(app),
     env: { region: REGION },

@@ -565,6 +565,77 @@ describe('Class: Observability', () => {
     });
   });
 
+  describe('Alarm delivery', () => {
+    const CHATBOT = 'arn:aws:sns:eu-west-1:123456789012:chatbot-alarms';
+    const templateOf = (deliverTo: ObservabilityProps['deliverTo']): Template =>
+      Template.fromStack(Stack.of(build({ deliverTo }).observability));
+
+    it('when deliverTo names an e-mail and an HTTPS endpoint, the topic gets one subscription of each', () => {
+      // Act
+      const t = templateOf([
+        { email: 'on-call@example.com' },
+        { https: 'https://events.pagerduty.com/x/enqueue' },
+      ]);
+
+      // Assess
+      const subscriptions = resources(t, 'AWS::SNS::Subscription').map(([, r]) => [
+        r.Properties.Protocol,
+        r.Properties.Endpoint,
+      ]);
+      expect(subscriptions).toEqual([
+        ['email', 'on-call@example.com'],
+        ['https', 'https://events.pagerduty.com/x/enqueue'],
+      ]);
+    });
+
+    it('when deliverTo names an existing topic, every alarm with actions notifies it as well as the stage topic', () => {
+      // Act
+      const t = templateOf([{ topicArn: CHATBOT }]);
+
+      // Assess
+      const withActions = [
+        ...resources(t, 'AWS::CloudWatch::Alarm'),
+        ...resources(t, 'AWS::CloudWatch::CompositeAlarm'),
+      ].filter(([, r]) => r.Properties.AlarmActions !== undefined);
+      expect(withActions.length).toBeGreaterThan(10);
+      for (const [, r] of withActions) {
+        expect(r.Properties.AlarmActions).toEqual([
+          expect.objectContaining({ Ref: expect.any(String) }),
+          CHATBOT,
+        ]);
+        expect(r.Properties.OKActions).toEqual(r.Properties.AlarmActions);
+      }
+      t.resourceCountIs('AWS::SNS::Subscription', 0);
+    });
+
+    it('when deliverTo is { none }, the topic carries the reason for the audit and has no subscription', () => {
+      // Act
+      const t = templateOf({ none: 'scratch stage, read on the dashboard' });
+
+      // Assess
+      const [[, topicResource] = []] = Object.entries(
+        (t.toJSON() as { Resources: Record<string, { Type: string; Metadata?: Record<string, unknown> }> })
+          .Resources,
+      ).filter(([, r]) => r.Type === 'AWS::SNS::Topic');
+      expect(topicResource?.Metadata?.['tenang:no-subscriber-reason']).toBe(
+        'scratch stage, read on the dashboard',
+      );
+      t.resourceCountIs('AWS::SNS::Subscription', 0);
+    });
+
+    it('when deliverTo names more existing topics than CloudWatch allows actions, it fails naming the limit', () => {
+      // Act
+      const error = propsErrorOf(() =>
+        build({ deliverTo: [1, 2, 3, 4, 5].map((i) => ({ topicArn: `${CHATBOT}-${i}` })) }),
+      );
+
+      // Assess
+      expect(error.problems).toEqual([
+        "deliverTo names 5 topics: with the stage's own an alarm would have 6 actions, CloudWatch allows 5",
+      ]);
+    });
+  });
+
   describe('Validation', () => {
     it.each([0, 101])('when retryRatePercent is %i, it fails: (0, 100] only', (retryRatePercent) => {
       // Act

@@ -21,6 +21,7 @@ import {
 import { runCaptured } from '../../bin/tenang';
 import type { ChecklistItem } from '../../lib/infra/audit/checklist';
 import type { LocalPlatform } from '../../lib/local/platform';
+import { LOCAL_ALARM_EMAIL } from '../../lib/local/provision';
 import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(180_000);
@@ -89,7 +90,13 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     const ageAlarms = platform.config.jobTypes.map(
       (j) => `queue tenang-${STAGE}-${j.name.replace('.', '-')}${j.queue.kind === 'fifo' ? '.fifo' : ''}`,
     );
-    expect(failing.map((i) => i.ruleId)).toEqual(['Tenang-O3-QueueAge']);
+    expect(failing.map((i) => i.ruleId)).toEqual(['Tenang-O3-QueueAge', 'Tenang-F5-AlarmSubscriber']);
+    // Right after a deploy, as on AWS, the alarm e-mail waits for its confirmation link.
+    expect(result.items['Tenang-F5-AlarmSubscriber']?.resources).toEqual([`topic tenang-${STAGE}-alarms`]);
+    expect(result.items['Tenang-F5-AlarmSubscriber']?.why).toContain(
+      `has no confirmed subscriber (subscription tenang-${STAGE}-alarms email ${LOCAL_ALARM_EMAIL} is PendingConfirmation`,
+    );
+    expect(result.items['Tenang-F5-AlarmSubscriber']?.why).toContain('"Confirm subscription" link');
     expect(result.items['Tenang-O3-QueueAge']?.resources).toEqual(ageAlarms);
     expect(result.items['Tenang-O3-QueueAge']?.why).not.toMatch(/has no ApproximateAgeOfOldestMessage alarm/);
     expect(
@@ -149,6 +156,21 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     );
     expect(checks['region-services']?.status).toBe('pass');
     expect(checks.concurrency?.status).toBe('skipped');
+  });
+
+  it('when the alarm e-mail is confirmed, F5-AlarmSubscriber passes naming the confirmed subscription', async () => {
+    // Prepare
+    const confirmed = await platform.confirmSubscriptions();
+
+    // Act
+    const result = await auditLive();
+
+    // Assess
+    expect(confirmed.map((c) => `${c.protocol} ${c.endpoint}`)).toEqual([`email ${LOCAL_ALARM_EMAIL}`]);
+    expect(result.items['Tenang-F5-AlarmSubscriber']).toMatchObject({ status: 'pass' });
+    expect(result.items['Tenang-F5-AlarmSubscriber']?.why).toContain(
+      `subscribed by subscription tenang-${STAGE}-alarms email ${LOCAL_ALARM_EMAIL}`,
+    );
   });
 
   it("when a queue's visibility timeout is lowered live, D2 fails naming the queue and the audit exits 1", async () => {

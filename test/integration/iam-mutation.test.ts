@@ -5,7 +5,9 @@
  * degrade mode the deferrable notification is deferred; the platform denies the re-send as AWS
  * would, logs `[iam] denied …`, and the runner holds the job instead of dead-lettering it: the
  * message stays in its queue, the DLQ stays empty, and the operator sees the denied action in
- * the platform log, the function's error line and the PermissionDenied metric.
+ * the platform log, the function's error line and the PermissionDenied metric. The alarm that
+ * metric raises is published to the stage's topic, but its e-mail subscriber is still pending
+ * confirmation, so no one is told until it is confirmed.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -14,6 +16,8 @@ import { GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-s
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
+import { LOCAL_ALARM_EMAIL } from '../../lib/local/provision';
+import { alarmsNotified } from '../../lib/local/scenario-invariants';
 import { pollUntil } from '../../lib/local/poll';
 import { startTestPlatform } from '../helpers/local-platform';
 import { scratchCopy } from '../helpers/scratch-copy';
@@ -56,7 +60,8 @@ describe('IAM mutation: a consumer without sqs:SendMessage on its own queue', ()
 
   beforeAll(async () => {
     scratch = scratchCopyWithoutSendGrant();
-    ({ platform, lines } = await startTestPlatform({ projectRoot: scratch }));
+    // Two-second alarm periods: the permission-denied alarm fires within the test.
+    ({ platform, lines } = await startTestPlatform({ projectRoot: scratch, alarms: { periodSeconds: 2 } }));
     const config = { endpoint: platform.env.endpoint, region: platform.env.region };
     sqs = new SQSClient({ ...config, useQueueUrlAsEndpoint: false });
     ssm = new SSMClient(config);
@@ -136,5 +141,27 @@ describe('IAM mutation: a consumer without sqs:SendMessage on its own queue', ()
     );
     // What the operator reads in the function's own log: the denied action.
     expect(lines.some((l) => l.includes('-notification-consumer:') && /AccessDenied/.test(l))).toBe(true);
+  });
+
+  it('when the permission-denied alarm fires while the alarm e-mail is unconfirmed, the notification reaches the topic and no one, and the alarm invariant fails', async () => {
+    // Act: the denial of the previous test keeps the alarm's metric above its threshold.
+    const published = await until(
+      async () =>
+        platform.alarms
+          .deliveries()
+          .find((d) => d.alarm.endsWith('-notification-consumer-permission-denied') && d.state === 'ALARM'),
+      'the permission-denied notification',
+    );
+    const verdict = alarmsNotified({ alarmNotifications: { owed: 1, deliveries: [published] } });
+    const confirmed = await platform.confirmSubscriptions();
+
+    // Assess: CloudWatch may publish (aws:SourceAccount / aws:SourceArn), SNS holds the e-mail.
+    expect(published.outcome).toBe('delivered');
+    expect(published.fanOut).toEqual({ subscribers: [], pending: [`email ${LOCAL_ALARM_EMAIL}`] });
+    expect(verdict.holds).toBe(false);
+    expect(verdict.violations[0]).toContain(`email ${LOCAL_ALARM_EMAIL} pending confirmation`);
+    expect(lines.some((l) => l.includes('no confirmed subscriber received it'))).toBe(true);
+    expect(confirmed).toEqual([expect.objectContaining({ protocol: 'email', endpoint: LOCAL_ALARM_EMAIL })]);
+    expect(await platform.confirmSubscriptions()).toEqual([]);
   });
 });

@@ -137,7 +137,9 @@ describe('the tenang package', () => {
       install(app);
 
       // Act
-      sh(path.join(app, 'node_modules', '.bin', 'cdk'), ['synth', '--quiet'], app, {
+      // As a deployer does: the example's alarms need a subscriber (Tenang-F5-AlarmSubscriber).
+      const subscriber = ['-c', 'tenang:alarmEmail=on-call@example.com'];
+      sh(path.join(app, 'node_modules', '.bin', 'cdk'), ['synth', '--quiet', ...subscriber], app, {
         CDK_DISABLE_CLI_TELEMETRY: 'true',
       });
       sh(path.join(app, 'node_modules', '.bin', 'tsc'), ['-p', '.'], app);

@@ -61,13 +61,17 @@ describe('Local platform: the smoke scenario', () => {
     expect(report().ok).toBe(true);
   });
 
-  it('when the run is over, alarms fired and CloudWatch delivered their notifications to the alarm topic', () => {
+  it('when the run is over, alarms fired, CloudWatch published their notifications to the alarm topic and each reached its confirmed subscriber', () => {
     // The poison incident fills the DLQs: their alarms owe notifications, which the topic policy
-    // must let cloudwatch.amazonaws.com publish (IAM is enforced on the platform).
+    // must let cloudwatch.amazonaws.com publish (IAM is enforced on the platform), and which SNS
+    // hands to the alarm e-mail the scenario confirmed before the run.
     const notified = report().invariants.find((i) => i.name.startsWith('every alarm notification'));
-    const [, delivered] = /(\d+) of \d+ notifications delivered/.exec(notified?.detail ?? '') ?? [];
+    const [, published, received] =
+      /(\d+) of \d+ notifications published, (\d+) received by a subscriber/.exec(notified?.detail ?? '') ??
+      [];
     expect(notified?.holds).toBe(true);
-    expect(Number(delivered)).toBeGreaterThan(0);
+    expect(Number(published)).toBeGreaterThan(0);
+    expect(Number(received)).toBe(Number(published));
   });
 
   it('when the run is over, every incident was injected', () => {

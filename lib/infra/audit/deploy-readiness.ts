@@ -1,6 +1,6 @@
 /**
- * Deploy readiness (issue 13): four rules that a template deploys, redeploys after a failure and
- * pages as intended. They read the same template model as the worker-queue checklist and are part
+ * Deploy readiness (issue 13): rules that a template deploys, redeploys after a failure and
+ * pages as intended, and that its alarms reach a person. They read the same template model as the worker-queue checklist and are part
  * of TEMPLATE_RULES (rules.ts), so the cdk-nag pack, `tenang audit` and the raw-template audit
  * run them alike.
  *
@@ -26,6 +26,18 @@ export const TOPIC = 'AWS::SNS::Topic';
 export const TOPIC_POLICY = 'AWS::SNS::TopicPolicy';
 /** SNS topic inline policy type (a policy for one topic). */
 export const TOPIC_INLINE_POLICY = 'AWS::SNS::TopicInlinePolicy';
+/** SNS subscription type. */
+export const SUBSCRIPTION = 'AWS::SNS::Subscription';
+/**
+ * Topic metadata: why no one subscribes to it, on purpose (a tenang declaration's
+ * `deliverTo: { none: '<reason>' }` writes it); F5-AlarmSubscriber accepts the topic with it.
+ */
+export const NO_SUBSCRIBER_METADATA_KEY = 'tenang:no-subscriber-reason';
+/**
+ * Subscription metadata the live audit writes for a subscription SNS lists as
+ * `PendingConfirmation`: it exists but delivers nothing until its endpoint confirms it.
+ */
+export const PENDING_CONFIRMATION_METADATA_KEY = 'tenang:pending-confirmation';
 /** KMS key type. */
 export const KMS_KEY = 'AWS::KMS::Key';
 /** KMS alias type. */
@@ -846,11 +858,156 @@ const queueSendGrant: TemplateRule = {
     }),
 };
 
+// ---------------------------------------------------------------------------------------------
+// F5-AlarmSubscriber
+// ---------------------------------------------------------------------------------------------
+
+/** Every action value of each alarm of the template that has any, by alarm. */
+function alarmActions(index: TemplateIndex): Map<string, unknown[]> {
+  const byAlarm = new Map<string, unknown[]>();
+  for (const [alarmId, alarm] of [...index.ofType(ALARM), ...index.ofType(COMPOSITE_ALARM)]) {
+    const values = ALARM_ACTION_PROPERTIES.flatMap((key) => [...list(alarm.Properties?.[key])]);
+    if (values.length > 0) byAlarm.set(alarmId, values);
+  }
+  return byAlarm;
+}
+
+/**
+ * An SNS topic an action names that the template does not create: a literal topic ARN, or a
+ * reference that resolves outside the template (a parameter, an import).
+ */
+function outsideTopic(index: TemplateIndex, value: unknown): string | undefined {
+  if (topicNamed(index, value) !== undefined) return undefined;
+  const target = intrinsicTarget(value);
+  if (target !== undefined && index.resources.has(target.id)) return undefined;
+  const text = render(value);
+  return /^arn:[^:]*:sns:/.test(text) || (target !== undefined && !index.resources.has(target.id))
+    ? text
+    : undefined;
+}
+
+/** The subscriptions of a template topic, as `id (protocol endpoint)`, confirmed and pending apart. */
+function subscriptionsOf(index: TemplateIndex, topicId: string): { confirmed: string[]; pending: string[] } {
+  const confirmed: string[] = [];
+  const pending: string[] = [];
+  for (const [id, sub] of index.ofType(SUBSCRIPTION)) {
+    if (topicNamed(index, sub.Properties?.TopicArn) !== topicId) continue;
+    const endpoint = `${render(sub.Properties?.Protocol)} ${render(sub.Properties?.Endpoint)}`;
+    // The live model's keys already say it.
+    const shown = id.endsWith(endpoint) ? id : `${id} (${endpoint})`;
+    (sub.Metadata?.[PENDING_CONFIRMATION_METADATA_KEY] === true ? pending : confirmed).push(shown);
+  }
+  // AWS::SNS::Topic's own Subscription property subscribes too.
+  list(index.props(topicId).Subscription)
+    .filter(isRecord)
+    .forEach((s) => confirmed.push(`${topicId}.Subscription (${render(s.Protocol)} ${render(s.Endpoint)})`));
+  return { confirmed, pending };
+}
+
+/** How a reader fixes a topic without a subscriber, in a template, with CDK and in a declaration. */
+const ADD_SUBSCRIBER =
+  "add a subscriber: an AWS::SNS::Subscription on the topic (CDK: topic.addSubscription(new EmailSubscription('on-call@example.com'))); in a tenang declaration stage.alarmTopic.deliverTo: [{ email: 'on-call@example.com' }] (or { https: '<PagerDuty / Opsgenie integration URL>' }, or { topicArn: '<an existing topic, e.g. your AWS Chatbot one>' }), or pass -c tenang:alarmEmail=you@example.com to cdk synth / deploy. If no one is to be told, say why: deliverTo: { none: '<reason>' } (in a template: topic Metadata " +
+  `${NO_SUBSCRIBER_METADATA_KEY})`;
+
+/** What to do about subscriptions that wait for their endpoint. */
+function pendingAdvice(pending: readonly string[]): string {
+  const one = pending.length === 1;
+  return `${pending.join(', ')} ${one ? 'is' : 'are'} PendingConfirmation and deliver${one ? 's' : ''} nothing until confirmed: an e-mail subscriber follows the "Confirm subscription" link in the "AWS Notification - Subscription Confirmation" mail; an HTTPS endpoint confirms by visiting the SubscribeURL of the SubscriptionConfirmation message (or ConfirmSubscription with its Token); unconfirmed, the token expires after 3 days and the subscription must be made again`;
+}
+
+/**
+ * F5-AlarmSubscriber: every alarm notification reaches someone.
+ *
+ * A topic delivers only to its subscriptions; an alarm whose topic has none still publishes
+ * successfully, and nobody is told. An e-mail or HTTP/S subscription delivers nothing until its
+ * endpoint confirms it: ListSubscriptionsByTopic lists it with SubscriptionArn
+ * `PendingConfirmation` (SNS API Subscribe, https://docs.aws.amazon.com/sns/latest/api/API_Subscribe.html:
+ * the endpoint owner must call ConfirmSubscription with the token sent to the endpoint;
+ * ConfirmSubscription, https://docs.aws.amazon.com/sns/latest/api/API_ConfirmSubscription.html).
+ * A template cannot show confirmation: there every AWS::SNS::Subscription counts, and the live
+ * audit marks the pending ones (PENDING_CONFIRMATION_METADATA_KEY) so that they do not.
+ *
+ * Per topic of the template that alarms notify: compliant when it has a subscription, when its
+ * metadata gives the reason no one subscribes (NO_SUBSCRIBER_METADATA_KEY), or when every alarm
+ * notifying it also notifies a topic that delivers; a topic outside the template delivers as far
+ * as the template can tell (its subscriptions are the operator's), so that finding is
+ * not-checkable.
+ */
+const alarmSubscriber: TemplateRule = {
+  suffix: 'F5-AlarmSubscriber',
+  featureId: 'F5', // every alarm reaches a person
+  title:
+    'Every SNS topic an alarm notifies has a subscriber (an AWS::SNS::Subscription, confirmed when live), or a written reason that no one is told, or each of its alarms also notifies a topic that has one.',
+  explanation:
+    'SNS delivers only to subscriptions: an alarm whose topic has none publishes successfully and nobody is told. An e-mail or HTTPS subscription delivers nothing until its endpoint confirms it (PendingConfirmation).',
+  reads: {
+    [ALARM]: ['AlarmActions', 'OKActions', 'InsufficientDataActions'],
+    [COMPOSITE_ALARM]: ['AlarmActions', 'OKActions', 'InsufficientDataActions'],
+    [SUBSCRIPTION]: ['TopicArn'],
+  },
+  check: (index) => {
+    const topics = notifiedTopics(index);
+    const reasonOf = (topicId: string): string | undefined => {
+      const reason = index.resources.get(topicId)?.Metadata?.[NO_SUBSCRIBER_METADATA_KEY];
+      return typeof reason === 'string' && reason.trim() !== '' ? reason.trim() : undefined;
+    };
+    const delivers = (topicId: string): boolean =>
+      subscriptionsOf(index, topicId).confirmed.length > 0 || reasonOf(topicId) !== undefined;
+    const actions = alarmActions(index);
+    return [...topics].map(([topicId, alarms]) => {
+      const { confirmed, pending } = subscriptionsOf(index, topicId);
+      const shownAlarms = alarms.length > 3 ? [...alarms.slice(0, 3), `${alarms.length - 3} more`] : alarms;
+      const subject = `${topicId} (notified by ${shownAlarms.join(', ')})`;
+      const pendingNote = pending.length > 0 ? `; ${pendingAdvice(pending)}` : '';
+      if (confirmed.length > 0)
+        return finding(topicId, true, `${subject}: subscribed by ${confirmed.join(', ')}${pendingNote}`);
+      const reason = reasonOf(topicId);
+      if (reason !== undefined)
+        return finding(topicId, true, `${subject}: no subscriber, acknowledged: ${reason}${pendingNote}`);
+      // Each alarm may still reach someone through another of its actions.
+      const elsewhere = alarms.map((alarmId) => {
+        const others = actions.get(alarmId) ?? [];
+        const inTemplate = others
+          .map((v) => topicNamed(index, v))
+          .filter((t): t is string => t !== undefined && t !== topicId && delivers(t));
+        const outside = others.map((v) => outsideTopic(index, v)).filter((t): t is string => t !== undefined);
+        return { alarmId, inTemplate, outside };
+      });
+      const unreached = elsewhere.filter((e) => e.inTemplate.length === 0 && e.outside.length === 0);
+      if (unreached.length === 0) {
+        const viaOutside = elsewhere.filter((e) => e.inTemplate.length === 0);
+        const outsideTopics = [...new Set(viaOutside.flatMap((e) => e.outside))];
+        const why = `${subject}: no subscriber, but every alarm notifying it also notifies a topic that delivers${
+          outsideTopics.length > 0
+            ? `: ${outsideTopics.join(', ')}, outside this template, whose subscribers (and its policy letting CloudWatch publish) are the operator's and not checked`
+            : ''
+        }${pendingNote}`;
+        return outsideTopics.length > 0
+          ? { ...finding(topicId, true, why), checkable: false }
+          : finding(topicId, true, why);
+      }
+      const shownUnreached = unreached.map((e) => e.alarmId);
+      const unreachedText =
+        unreached.length === alarms.length
+          ? 'no alarm notifying it notifies another topic that delivers'
+          : `${shownUnreached.length > 3 ? `${shownUnreached.slice(0, 3).join(', ')} and ${shownUnreached.length - 3} more` : shownUnreached.join(', ')} notify no other topic that delivers`;
+      const state =
+        pending.length > 0 ? `has no confirmed subscriber (${pendingAdvice(pending)})` : 'has no subscriber';
+      return finding(
+        topicId,
+        false,
+        `${subject} ${state}, and ${unreachedText}: their notifications are published and read by no one. ${pending.length > 0 ? `Confirm a subscription, or ${ADD_SUBSCRIBER}` : `A${ADD_SUBSCRIBER.slice(1)}`}`,
+      );
+    });
+  },
+};
+
 /** The deploy-readiness rules, in the order the checklist lists them. */
 export const DEPLOY_READINESS_RULES: readonly TemplateRule[] = [
   valkeyAuth,
   retainOnCreate,
   alarmTopicPublish,
   queueSendGrant,
+  alarmSubscriber,
   operatorReach,
 ];

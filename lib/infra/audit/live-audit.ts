@@ -2,7 +2,8 @@
  * The checklist over a DEPLOYED stack (`tenang audit --live`), with the template rules themselves.
  *
  * Design: the live answers (ListStackResources, GetQueueAttributes, GetFunctionConfiguration,
- * ListEventSourceMappings, DescribeAlarms, DescribeTimeToLive; read by live-reader.ts) are
+ * ListEventSourceMappings, DescribeAlarms, DescribeTimeToLive, ListSubscriptionsByTopic; read by
+ * live-reader.ts) are
  * translated here into the CloudFormation-like model the rules already read (rules.ts
  * TemplateModel): a queue's attributes become an `AWS::SQS::Queue`'s properties, a mapping's
  * configuration an `AWS::Lambda::EventSourceMapping`'s, a TTL description a
@@ -21,6 +22,8 @@
  * stack's functions (one added by hand counts too); alarms in the stack, plus any alarm in the
  * account that watches one of the stack's queues, functions or tables (an alarm kept outside
  * the stack still pages for it). Composite alarms count only when they are in the stack.
+ * The SNS topics the stack's alarms notify (its own, and others the account lets it read), with
+ * their subscriptions: one SNS lists as PendingConfirmation delivers nothing, and the model marks it.
  *
  * One documented switch is honoured, as the template audit does: a mapping whose deployed
  * template metadata carries `tenang:stream-arn` (TargetTraits.decoupleStreamMappings, the
@@ -29,8 +32,15 @@
 import type { CompositeAlarm, MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import type { TimeToLiveDescription } from '@aws-sdk/client-dynamodb';
 import type { EventSourceMappingConfiguration, FunctionConfiguration } from '@aws-sdk/client-lambda';
+import type { Subscription } from '@aws-sdk/client-sns';
 import { checklistItem, type ChecklistItem } from './checklist';
 import { evaluatePreflight, preflightChecklist, type PreflightFacts } from './preflight';
+import {
+  NO_SUBSCRIBER_METADATA_KEY,
+  PENDING_CONFIRMATION_METADATA_KEY,
+  SUBSCRIPTION,
+  TOPIC,
+} from './deploy-readiness';
 import {
   ALARM,
   COMPOSITE_ALARM,
@@ -66,6 +76,20 @@ export interface LiveTable {
   readonly timeToLive: TimeToLiveDescription | undefined;
 }
 
+/**
+ * An SNS topic the stack's alarms notify (the stack's own, or one outside it that could be read)
+ * and its ListSubscriptionsByTopic answer.
+ */
+export interface LiveTopic {
+  readonly arn: string;
+  /** Its logical id when the stack created it (its deployed metadata may acknowledge no subscriber). */
+  readonly logicalId?: string;
+  readonly subscriptions: readonly Subscription[];
+}
+
+/** SNS's SubscriptionArn for a subscription its endpoint has not confirmed yet. */
+export const PENDING_CONFIRMATION = 'PendingConfirmation';
+
 /** What the AWS APIs answered about one stack: the live audit's whole input. */
 export interface LiveStackAnswers {
   readonly stackName: string;
@@ -84,6 +108,8 @@ export interface LiveStackAnswers {
   readonly metricAlarms: readonly MetricAlarm[];
   /** Every composite alarm of the account and region; the model keeps the stack's. */
   readonly compositeAlarms: readonly CompositeAlarm[];
+  /** The topics the alarms notify, with their subscriptions. @default - none read */
+  readonly topics?: readonly LiveTopic[];
   /** What the preflight checks judge (P5, preflight.ts). @default - not read: no preflight items */
   readonly preflight?: PreflightFacts;
 }
@@ -122,6 +148,8 @@ export const LIVE_COVERAGE: Readonly<Record<string, LiveCoverage>> = {
     reason:
       'not checkable live: the live model reads no topic or key policies; audit the template (tenang audit without --live)',
   },
+  // Subscriptions are read live (ListSubscriptionsByTopic), and live only shows which are confirmed.
+  'F5-AlarmSubscriber': { checkable: true },
   'F4-QueueSendGrant': {
     checkable: false,
     reason:
@@ -161,6 +189,9 @@ const key = {
   function: (name: string): string => `function ${name}`,
   table: (name: string): string => `table ${name}`,
   alarm: (name: string): string => `alarm ${name}`,
+  topic: (name: string): string => `topic ${name}`,
+  subscription: (topic: string, protocol: string, endpoint: string): string =>
+    `subscription ${topic} ${protocol} ${endpoint}`,
   mapping: (functionName: string, uuid: string): string => `mapping ${functionName}/${uuid}`,
 };
 
@@ -330,6 +361,30 @@ export function liveTemplateModel(answers: LiveStackAnswers): TemplateModel {
         ActionsEnabled: alarm.ActionsEnabled,
       }),
     };
+  }
+
+  for (const topic of answers.topics ?? []) {
+    const name = topic.arn.split(':').pop() ?? topic.arn;
+    const reason =
+      topic.logicalId === undefined
+        ? undefined
+        : answers.metadata.get(topic.logicalId)?.[NO_SUBSCRIBER_METADATA_KEY];
+    resources[key.topic(name)] = {
+      Type: TOPIC,
+      Properties: { TopicName: name },
+      ...(typeof reason === 'string' ? { Metadata: { [NO_SUBSCRIBER_METADATA_KEY]: reason } } : {}),
+    };
+    for (const sub of topic.subscriptions) {
+      const protocol = sub.Protocol ?? '?';
+      const endpoint = sub.Endpoint ?? '?';
+      resources[key.subscription(name, protocol, endpoint)] = {
+        Type: SUBSCRIPTION,
+        Properties: { TopicArn: topic.arn, Protocol: protocol, Endpoint: endpoint },
+        ...(sub.SubscriptionArn === PENDING_CONFIRMATION
+          ? { Metadata: { [PENDING_CONFIRMATION_METADATA_KEY]: true } }
+          : {}),
+      };
+    }
   }
 
   return { Resources: resources };

@@ -18,9 +18,10 @@ import {
   type EventSourceMappingConfiguration,
   type LambdaClient,
 } from '@aws-sdk/client-lambda';
+import { paginateListSubscriptionsByTopic, type SNSClient, type Subscription } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { listStackResources, queueNameFromUrl, type DeployedResource } from '../../adapters/aws/deployment';
-import type { LiveQueue, LiveStackAnswers, LiveTable } from './live-audit';
+import type { LiveQueue, LiveStackAnswers, LiveTable, LiveTopic } from './live-audit';
 import { hasPreflightClients, readLivePreflight } from './preflight-reader';
 
 /** The clients the live audit reads with (the CLI context's clients satisfy it). */
@@ -30,6 +31,7 @@ export interface LiveAuditClients {
   readonly lambda: LambdaClient;
   readonly cloudwatch: CloudWatchClient;
   readonly dynamodb: DynamoDBClient;
+  readonly sns: SNSClient;
 }
 
 /** Raised when the stack does not exist or holds no resources. */
@@ -129,6 +131,57 @@ async function readAlarms(
   return { metricAlarms, compositeAlarms };
 }
 
+/** SNS's answers for a topic the caller may not read, or that is gone: it stays outside the audit. */
+function isUnreadableTopic(error: unknown): boolean {
+  const name = (error as { name?: string } | null)?.name ?? '';
+  return (
+    name === 'AuthorizationErrorException' ||
+    name === 'AuthorizationError' ||
+    name === 'NotFoundException' ||
+    name === 'NotFound'
+  );
+}
+
+async function subscriptionsOf(sns: SNSClient, topicArn: string): Promise<Subscription[]> {
+  const subscriptions: Subscription[] = [];
+  for await (const page of paginateListSubscriptionsByTopic({ client: sns }, { TopicArn: topicArn }))
+    subscriptions.push(...(page.Subscriptions ?? []));
+  return subscriptions;
+}
+
+/**
+ * The subscriptions of the stack's topics and of every other topic its alarms notify; a topic
+ * outside the stack that cannot be read (another account, no permission) is left out, said so.
+ */
+async function readTopics(
+  sns: SNSClient,
+  stackTopics: readonly DeployedResource[],
+  alarmActions: readonly string[],
+  progress: (line: string) => void,
+): Promise<LiveTopic[]> {
+  const own = new Map(stackTopics.map((t) => [t.physicalId, t.logicalId]));
+  const others = [...new Set(alarmActions.filter((a) => /^arn:[^:]+:sns:/.test(a) && !own.has(a)))];
+  const read = await Promise.all([
+    ...[...own].map(async ([arn, logicalId]) => ({
+      arn,
+      logicalId,
+      subscriptions: await subscriptionsOf(sns, arn),
+    })),
+    ...others.map(async (arn): Promise<LiveTopic | undefined> => {
+      try {
+        return { arn, subscriptions: await subscriptionsOf(sns, arn) };
+      } catch (error) {
+        if (!isUnreadableTopic(error)) throw error;
+        progress(
+          `topic ${arn} is outside the stack and could not be read (${(error as Error).name}): its subscribers are not checked`,
+        );
+        return undefined;
+      }
+    }),
+  ]);
+  return read.filter((t): t is LiveTopic => t !== undefined);
+}
+
 /** Reads a deployed stack for the live audit; `progress` gets a line before each slow part. */
 export async function readLiveStack(
   clients: LiveAuditClients,
@@ -169,6 +222,18 @@ export async function readLiveStack(
 
   progress('reading the alarms of the account and region');
   const { metricAlarms, compositeAlarms } = await readAlarms(clients.cloudwatch);
+
+  const stackAlarmNames = new Set(
+    resources
+      .filter((r) => r.type === 'AWS::CloudWatch::Alarm' || r.type === 'AWS::CloudWatch::CompositeAlarm')
+      .map((r) => r.physicalId),
+  );
+  const actions = [...metricAlarms, ...compositeAlarms]
+    .filter((a) => a.AlarmName !== undefined && stackAlarmNames.has(a.AlarmName))
+    .flatMap((a) => [...(a.AlarmActions ?? []), ...(a.OKActions ?? [])]);
+  const stackTopics = resources.filter((r) => r.type === 'AWS::SNS::Topic' && r.physicalId !== '');
+  progress(`reading the subscriptions of the topics the alarms notify`);
+  const topics = await readTopics(clients.sns, stackTopics, actions, progress);
   // The preflight's checks (P5), when the clients can read them (the CLI's can).
   const preflight = hasPreflightClients(clients)
     ? await readLivePreflight(clients, stackName, resources, progress)
@@ -184,6 +249,7 @@ export async function readLiveStack(
     tables,
     metricAlarms,
     compositeAlarms,
+    topics,
     ...(preflight === undefined ? {} : { preflight }),
   };
 }

@@ -50,6 +50,7 @@ import type {
   AlarmNotification,
   AlarmState,
   AlarmStatus,
+  NotificationFanOut,
   Transition,
 } from './state';
 import { actionsSuppression } from './suppression';
@@ -62,7 +63,7 @@ export interface AlarmEvaluatorDeps {
    * cloudwatch.amazonaws.com, checked against the topic policy); a rejection is recorded as a
    * failed delivery, as CloudWatch records it in the alarm history. @default actions are recorded, not delivered
    */
-  readonly notify?: (notification: AlarmNotification) => Promise<void>;
+  readonly notify?: (notification: AlarmNotification) => Promise<NotificationFanOut | void>;
   /** Where the metric alarms are (DescribeAlarms, SetAlarmState, PutMetricData). */
   readonly cloudwatch: CloudWatchClient;
   /** Where the alarmed queues are (GetQueueUrl, GetQueueAttributes). */
@@ -604,8 +605,16 @@ export class AlarmEvaluator {
       const n: AlarmNotification = { alarm, alarmArn, kind, state, target, reason, at: new Date(now) };
       const pending: Promise<void> = notify(n)
         .then(
-          () => {
-            this.deliveryLog.push({ ...n, outcome: 'delivered' });
+          (fanOut) => {
+            this.deliveryLog.push({
+              ...n,
+              outcome: 'delivered',
+              ...(fanOut === undefined ? {} : { fanOut }),
+            });
+            if (fanOut !== undefined && !fanOut.subscribers.some((s) => s.outcome !== 'failed'))
+              this.deps.log?.(
+                `${alarm}: published to ${target}, but no confirmed subscriber received it${fanOut.pending.length > 0 ? ` (pending confirmation: ${fanOut.pending.join(', ')})` : ''}`,
+              );
           },
           (error: unknown) => {
             const e = error as { name?: string; message?: string };

@@ -55,9 +55,36 @@ export interface AlarmNotification {
   readonly at: Date;
 }
 
+/** What SNS did with a published notification for one confirmed subscriber of the topic. */
+export interface SubscriberDelivery {
+  readonly protocol: string;
+  readonly endpoint: string;
+  /**
+   * `delivered`: POSTed to a loopback HTTP/S endpoint that answered 2xx; `recorded`: SNS would
+   * deliver it, but the platform sends no mail and reaches no host outside this machine;
+   * `failed`: the endpoint refused it or could not be reached.
+   */
+  readonly outcome: 'delivered' | 'recorded' | 'failed';
+  readonly error?: string;
+  readonly at: Date;
+}
+
+/** Who a published notification reached: one entry per confirmed subscriber, and the pending ones. */
+export interface NotificationFanOut {
+  readonly subscribers: readonly SubscriberDelivery[];
+  /** Subscriptions of the topic awaiting confirmation, as `protocol endpoint`: delivered nothing. */
+  readonly pending: readonly string[];
+}
+
 /** What became of one notification. */
 export interface AlarmDelivery extends AlarmNotification {
+  /** `delivered`: published to the topic (what SNS then did is in `fanOut`). */
   readonly outcome: 'delivered' | 'failed';
   /** Why it failed (e.g. AuthorizationError: CloudWatch may not publish to the topic). */
   readonly error?: string;
+  /**
+   * Who it reached; no subscriber at all means it was published and read by no one.
+   * @default - unknown (notify did not say)
+   */
+  readonly fanOut?: NotificationFanOut;
 }

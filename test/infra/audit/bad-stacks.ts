@@ -40,8 +40,14 @@ export function workerQueueStack(stack: Stack, flaws: StackFlaws = {}): Stack {
       memorySize: flaws.omitMemory === true ? undefined : 256,
       environment: env,
     });
-  // O3 asks that the alarms page someone.
-  const oncall = new actions.SnsAction(new sns.Topic(stack, 'OnCall'));
+  // O3 asks that the alarms page someone, F5 that someone reads the topic.
+  const topic = new sns.Topic(stack, 'OnCall');
+  new sns.Subscription(stack, 'OnCallMail', {
+    topic,
+    protocol: sns.SubscriptionProtocol.EMAIL,
+    endpoint: 'on-call@example.com',
+  });
+  const oncall = new actions.SnsAction(topic);
   const alarm = (id: string, metric: cloudwatch.IMetric, description: string): cloudwatch.Alarm => {
     const created = new cloudwatch.Alarm(stack, id, {
       metric,

@@ -6,6 +6,7 @@ import {
   jobTypeByName,
   loadPipelineConfig,
   type PipelineInput,
+  type StageInput,
 } from '../../../lib/config';
 import { referencePipeline } from '../../../examples/reference/pipeline';
 import { fifoJobTypeInput, jobTypeInput, pipelineInput, stageInput, streamConsumerInput } from './builders';
@@ -78,7 +79,7 @@ describe('Function: loadPipelineConfig', () => {
       expect(job?.batch.windowSeconds).toBe(0);
       expect(job?.neededForRecovery).toBe(false);
       expect(stream?.neededForRecovery).toBe(false);
-      expect(config.stage.alarmTopic.emails).toEqual([]);
+      expect(config.stage.alarmTopic.deliverTo).toEqual([]);
       expect(config.stage.cache.hotKeys).toEqual([]);
     });
 
@@ -209,10 +210,92 @@ describe('Function: loadPipelineConfig', () => {
         case: 'an alarm e-mail is not an e-mail address',
         input: pipelineInput({
           stage: stageInput({
-            alarmTopic: { name: 'tenang-test-alarms', emails: ['ops@example.com', 'on-call'] },
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: [{ email: 'ops@example.com' }, { email: 'on-call' }],
+            } as unknown as StageInput['alarmTopic'],
           }),
         }),
-        path: 'stage.alarmTopic.emails.1',
+        path: 'stage.alarmTopic.deliverTo.1.email',
+        says: 'must be an e-mail address',
+      },
+      {
+        case: 'an alarm subscriber names two kinds of endpoint',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: [{ email: 'ops@example.com', https: 'https://events.pagerduty.com/x' }],
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.deliverTo.0',
+        says: 'name exactly one of email, https or topicArn',
+      },
+      {
+        case: 'an alarm HTTPS subscriber is plain http',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: [{ https: 'http://hooks.example.com/alarms' }],
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.deliverTo.0.https',
+        says: 'must be an https:// URL',
+      },
+      {
+        case: 'an existing alarm topic is not a topic ARN',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: [{ topicArn: 'arn:aws:sqs:eu-west-1:123456789012:on-call' }],
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.deliverTo.0.topicArn',
+        says: 'must be an SNS topic ARN',
+      },
+      {
+        case: 'no one is told of the alarms and the reason is blank',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: { none: '   ' },
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.deliverTo.none',
+        says: 'give the reason',
+      },
+      {
+        case: 'deliverTo is neither a list nor { none }',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              deliverTo: 'ops@example.com',
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.deliverTo',
+        says: 'must be a list of subscribers',
+      },
+      {
+        case: 'the alarm topic still declares the replaced emails list',
+        input: pipelineInput({
+          stage: stageInput({
+            alarmTopic: {
+              name: 'tenang-test-alarms',
+              emails: ['ops@example.com'],
+            } as unknown as StageInput['alarmTopic'],
+          }),
+        }),
+        path: 'stage.alarmTopic.emails',
+        says: 'was replaced by deliverTo',
       },
       {
         case: 'the cache jitter ratio is above 1',

@@ -54,7 +54,17 @@ function healthy(n = 3): InvariantFacts {
     leftInQueues: { 'payment.capture': 0, 'notification.send': 0, 'inventory.reserve': 0 },
     alarmNotifications: {
       owed: 1,
-      deliveries: [{ alarm: 'tenang-dev-payment-consumer-dlq', target: TOPIC, outcome: 'delivered' }],
+      deliveries: [
+        {
+          alarm: 'tenang-dev-payment-consumer-dlq',
+          target: TOPIC,
+          outcome: 'delivered',
+          fanOut: {
+            subscribers: [{ endpoint: 'alarms@tenang.localhost', outcome: 'recorded' }],
+            pending: [],
+          },
+        },
+      ],
     },
     stream: {
       records: ['101', '102', '103'].map((sequence, i) => ({
@@ -90,6 +100,49 @@ describe('Function: alarmsNotified', () => {
     expect(result.violations[0]).toContain('tenang-dev-payment-consumer-dlq');
     expect(result.violations[0]).toContain('sns:Publish');
   });
+
+  it.each([
+    [
+      'the only subscription is pending confirmation',
+      { subscribers: [], pending: ['email alarms@tenang.localhost'] },
+      'email alarms@tenang.localhost pending confirmation',
+    ],
+    ['the topic has no subscriber', { subscribers: [], pending: [] }, 'the topic has no subscriber'],
+    [
+      'the only subscriber refused it',
+      { subscribers: [{ endpoint: 'http://127.0.0.1:9/hook', outcome: 'failed' }], pending: [] },
+      'http://127.0.0.1:9/hook failed',
+    ],
+    ['who it reached is unknown', undefined, 'who it reached is unknown'],
+  ])(
+    'when a notification was published but %s, it fails: it reached the topic and no person',
+    (_case, fanOut, says) => {
+      // Prepare
+      const facts: InvariantFacts = {
+        ...healthy(),
+        alarmNotifications: {
+          owed: 1,
+          deliveries: [
+            {
+              alarm: 'tenang-dev-payment-consumer-dlq',
+              target: TOPIC,
+              outcome: 'delivered',
+              ...(fanOut === undefined ? {} : { fanOut }),
+            },
+          ],
+        },
+      };
+
+      // Act
+      const result = alarmsNotified(facts);
+
+      // Assess
+      expect(result.holds).toBe(false);
+      expect(result.violations).toEqual([
+        `tenang-dev-payment-consumer-dlq → ${TOPIC}: published, but no confirmed subscriber received it (${says})`,
+      ]);
+    },
+  );
 
   it('when transitions owed actions but nothing was published, it fails; when every one was delivered, it holds', () => {
     expect(alarmsNotified({ ...healthy(), alarmNotifications: { owed: 2, deliveries: [] } }).holds).toBe(

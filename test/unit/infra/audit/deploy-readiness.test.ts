@@ -43,7 +43,7 @@ const getAtt = (id: string, attribute: string): { 'Fn::GetAtt': [string, string]
 });
 
 describe('Constant: DEPLOY_READINESS_RULES', () => {
-  it('when the checklist is listed, it holds the four rules with their feature ids', () => {
+  it('when the checklist is listed, it holds the five rules with their feature ids', () => {
     // Act
     const ids = TEMPLATE_RULES.map((r) => [ruleId(r), r.featureId]);
 
@@ -54,6 +54,7 @@ describe('Constant: DEPLOY_READINESS_RULES', () => {
         ['Tenang-F2-RetainOnCreate', 'F2'],
         ['Tenang-F3-AlarmTopicPublish', 'F3'],
         ['Tenang-F4-QueueSendGrant', 'F4'],
+        ['Tenang-F5-AlarmSubscriber', 'F5'],
       ]),
     );
   });
@@ -766,6 +767,178 @@ describe('Rule: F4-QueueSendGrant', () => {
   });
 });
 
+describe('Rule: F5-AlarmSubscriber', () => {
+  const OUTSIDE = 'arn:aws:sns:eu-west-1:123456789012:chatbot-alarms';
+  const alarm = (...actionValues: unknown[]): TemplateResource => ({
+    Type: 'AWS::CloudWatch::Alarm',
+    Properties: { AlarmActions: actionValues, OKActions: actionValues },
+  });
+  const topic = (metadata?: Record<string, unknown>): TemplateResource => ({
+    Type: 'AWS::SNS::Topic',
+    Properties: { TopicName: 'tenang-dev-alarms' },
+    ...(metadata === undefined ? {} : { Metadata: metadata }),
+  });
+  const subscription = (
+    topicValue: unknown,
+    protocol = 'email',
+    endpoint = 'on-call@example.com',
+    metadata?: Record<string, unknown>,
+  ): TemplateResource => ({
+    Type: 'AWS::SNS::Subscription',
+    Properties: { TopicArn: topicValue, Protocol: protocol, Endpoint: endpoint },
+    ...(metadata === undefined ? {} : { Metadata: metadata }),
+  });
+
+  it('when the topic alarms notify has no subscription, it fails, naming the alarms and what to add', () => {
+    // Prepare
+    const resources: Resources = { Topic: topic(), Backlog: alarm(ref('Topic')), Dlq: alarm(ref('Topic')) };
+
+    // Act
+    const result = only('F5-AlarmSubscriber', resources);
+
+    // Assess
+    expect(result.compliant).toBe(false);
+    expect(result.logicalId).toBe('Topic');
+    expect(result.why).toMatch(
+      /^Topic \(notified by Backlog, Dlq\) has no subscriber, and no alarm notifying it/,
+    );
+    expect(result.why).toContain("stage.alarmTopic.deliverTo: [{ email: 'on-call@example.com' }]");
+    expect(result.why).toContain('-c tenang:alarmEmail=you@example.com');
+    expect(result.why).toContain("deliverTo: { none: '<reason>' }");
+  });
+
+  it.each([
+    [
+      'an AWS::SNS::Subscription by Ref',
+      { Sub: subscription(ref('Topic')) },
+      'subscribed by Sub (email on-call@example.com)',
+    ],
+    [
+      'an HTTPS subscription by its literal ARN',
+      {
+        Sub: subscription(
+          'arn:aws:sns:eu-west-1:123456789012:tenang-dev-alarms',
+          'https',
+          'https://events.pagerduty.com/x',
+        ),
+      },
+      'subscribed by Sub (https https://events.pagerduty.com/x)',
+    ],
+  ])('when the topic has %s, it passes', (_case, extra, says) => {
+    // Prepare
+    const resources: Resources = { Topic: topic(), Backlog: alarm(ref('Topic')), ...extra };
+
+    // Act
+    const result = only('F5-AlarmSubscriber', resources);
+
+    // Assess
+    expect(result).toMatchObject({ compliant: true, logicalId: 'Topic' });
+    expect(result.why).toContain(says);
+  });
+
+  it("when the topic's own Subscription property subscribes, it passes", () => {
+    // Prepare
+    const resources: Resources = {
+      Topic: {
+        Type: 'AWS::SNS::Topic',
+        Properties: { Subscription: [{ Protocol: 'email', Endpoint: 'a@example.com' }] },
+      },
+      Backlog: alarm(ref('Topic')),
+    };
+
+    // Act / Assess
+    expect(only('F5-AlarmSubscriber', resources).compliant).toBe(true);
+  });
+
+  it('when the only subscription is marked pending confirmation (live), it fails and says to confirm it', () => {
+    // Prepare
+    const resources: Resources = {
+      Topic: topic(),
+      Backlog: alarm(ref('Topic')),
+      Sub: subscription(ref('Topic'), 'email', 'on-call@example.com', {
+        'tenang:pending-confirmation': true,
+      }),
+    };
+
+    // Act
+    const result = only('F5-AlarmSubscriber', resources);
+
+    // Assess
+    expect(result.compliant).toBe(false);
+    expect(result.why).toContain(
+      'has no confirmed subscriber (Sub (email on-call@example.com) is PendingConfirmation',
+    );
+    expect(result.why).toContain('Confirm a subscription, or add a subscriber');
+  });
+
+  it('when the topic carries the reason no one subscribes, it passes as an acknowledged exception with that reason', () => {
+    // Prepare
+    const resources: Resources = {
+      Topic: topic({
+        'tenang:no-subscriber-reason': 'a scratch stage: its alarms are read on the dashboard',
+      }),
+      Backlog: alarm(ref('Topic')),
+    };
+
+    // Act
+    const result = only('F5-AlarmSubscriber', resources);
+
+    // Assess
+    expect(result.compliant).toBe(true);
+    expect(result.why).toContain(
+      'no subscriber, acknowledged: a scratch stage: its alarms are read on the dashboard',
+    );
+  });
+
+  it('when a blank reason is given, it is no acknowledgement', () => {
+    // Prepare
+    const resources: Resources = {
+      Topic: topic({ 'tenang:no-subscriber-reason': '  ' }),
+      Backlog: alarm(ref('Topic')),
+    };
+
+    // Act / Assess
+    expect(only('F5-AlarmSubscriber', resources).compliant).toBe(false);
+  });
+
+  it('when every alarm also notifies a topic outside the template, it passes as not checkable, naming that topic', () => {
+    // Prepare
+    const resources: Resources = { Topic: topic(), Backlog: alarm(ref('Topic'), OUTSIDE) };
+
+    // Act
+    const result = only('F5-AlarmSubscriber', resources);
+
+    // Assess
+    expect(result).toMatchObject({ compliant: true, checkable: false });
+    expect(result.why).toContain(`${OUTSIDE}, outside this template`);
+  });
+
+  it('when only some alarms also notify a topic that delivers, it fails naming the others', () => {
+    // Prepare
+    const resources: Resources = {
+      Topic: topic(),
+      Paged: { Type: 'AWS::SNS::Topic', Properties: {} },
+      PagedSub: subscription(ref('Paged')),
+      Backlog: alarm(ref('Topic'), ref('Paged')),
+      Dlq: alarm(ref('Topic')),
+    };
+
+    // Act
+    const findings = check('F5-AlarmSubscriber', resources);
+
+    // Assess
+    const byTopic = Object.fromEntries(findings.map((f) => [f.logicalId, f]));
+    expect(byTopic.Paged?.compliant).toBe(true);
+    expect(byTopic.Topic?.compliant).toBe(false);
+    expect(byTopic.Topic?.why).toContain('Dlq notify no other topic that delivers');
+  });
+
+  it('when alarms notify only topics outside the template, it applies to nothing', () => {
+    // Act / Assess
+    expect(check('F5-AlarmSubscriber', { Backlog: alarm(OUTSIDE) })).toEqual([]);
+  });
+});
+
 describe('Function: auditTemplate with the deploy-readiness rules', () => {
   it('when a raw template retains a named queue, the F2-RetainOnCreate item fails on it', () => {
     // Prepare
@@ -837,5 +1010,21 @@ describe('Class: TenangChecks with the deploy-readiness rules', () => {
 
     // Assess
     expect(found['Tenang-F3-AlarmTopicPublish']).toBeUndefined();
+  });
+
+  it('when the alarm topic has no subscription, cdk-nag reports Tenang-F5-AlarmSubscriber on it, and not once one is added', () => {
+    // Prepare
+    const bare = alarmStack(true);
+    const subscribed = alarmStack(true);
+    const topic = subscribed.node.findChild('AlarmTopic') as sns.Topic;
+    new sns.Subscription(subscribed, 'OnCall', {
+      topic,
+      protocol: sns.SubscriptionProtocol.EMAIL,
+      endpoint: 'a@example.com',
+    });
+
+    // Act / Assess
+    expect(violations(bare)['Tenang-F5-AlarmSubscriber']).toEqual(['Tiny/AlarmTopic/Resource']);
+    expect(violations(subscribed)['Tenang-F5-AlarmSubscriber']).toBeUndefined();
   });
 });

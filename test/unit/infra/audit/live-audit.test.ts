@@ -31,6 +31,7 @@ import {
   type EventSourceMappingConfiguration,
   type FunctionConfiguration,
 } from '@aws-sdk/client-lambda';
+import { ListSubscriptionsByTopicCommand, SNSClient, type Subscription } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -67,6 +68,8 @@ interface Account {
   tables: Record<string, TimeToLiveDescription>;
   metricAlarms: MetricAlarm[];
   compositeAlarms: CompositeAlarm[];
+  /** ListSubscriptionsByTopic's answer per topic ARN; a topic not here is not found. */
+  subscriptions: Record<string, Subscription[]>;
 }
 
 function resource(
@@ -207,6 +210,23 @@ function goodAccount(): Account {
       },
       { AlarmName: 'other-team-health', AlarmDescription: 'no runbook', AlarmRule: 'ALARM(other-team-cpu)' },
     ],
+    subscriptions: {
+      [ONCALL_TOPIC]: [
+        {
+          SubscriptionArn: `${ONCALL_TOPIC}:0b6a5c1e-1111-4111-8111-111111111111`,
+          Protocol: 'email',
+          Endpoint: 'on-call@example.com',
+          TopicArn: ONCALL_TOPIC,
+        },
+        // Pending alongside a confirmed one: the topic still delivers.
+        {
+          SubscriptionArn: 'PendingConfirmation',
+          Protocol: 'https',
+          Endpoint: 'https://hooks.example.com/a',
+          TopicArn: ONCALL_TOPIC,
+        },
+      ],
+    },
   };
 }
 
@@ -218,6 +238,7 @@ const cloudwatch = mockClient(CloudWatchClient);
 // The preflight's clients (P5): the CLI's live audit reads them too.
 const logs = mockClient(CloudWatchLogsClient);
 const ssm = mockClient(SSMClient);
+const sns = mockClient(SNSClient);
 
 /** Splits a list into two pages joined by a token, so every list call must paginate. */
 function pages<T>(items: readonly T[]): [T[], T[]] {
@@ -226,7 +247,16 @@ function pages<T>(items: readonly T[]): [T[], T[]] {
 }
 
 function mockAccount(account: Account): void {
-  for (const m of [cfn, sqs, lambda, dynamodb, cloudwatch]) m.reset();
+  for (const m of [cfn, sqs, lambda, dynamodb, cloudwatch, sns]) m.reset();
+  sns.on(ListSubscriptionsByTopicCommand).callsFake((input: { TopicArn: string; NextToken?: string }) => {
+    const subscriptions = account.subscriptions[input.TopicArn];
+    if (subscriptions === undefined)
+      throw Object.assign(new Error('Topic does not exist'), { name: 'NotFoundException' });
+    const [first, second] = pages(subscriptions);
+    return input.NextToken === undefined
+      ? { Subscriptions: first, NextToken: 's2' }
+      : { Subscriptions: second };
+  });
   const [resources1, resources2] = pages(account.resources);
   cfn
     .on(ListStackResourcesCommand, { StackName: STACK })
@@ -291,6 +321,7 @@ function clients(): LiveAuditClients {
     lambda: new LambdaClient(config),
     cloudwatch: new CloudWatchClient(config),
     dynamodb: new DynamoDBClient(config),
+    sns: new SNSClient(config),
   };
 }
 
@@ -324,14 +355,73 @@ describe('Function: auditLive over readLiveStack', () => {
       'Tenang-F2-RetainOnCreate': 'not-checkable',
       'Tenang-F3-AlarmTopicPublish': 'not-checkable',
       'Tenang-F4-QueueSendGrant': 'not-checkable',
+      'Tenang-F5-AlarmSubscriber': 'pass',
       'Tenang-F6-OperatorReach': 'not-checkable',
     });
+    expect(items['Tenang-F5-AlarmSubscriber']?.why).toContain(
+      'subscribed by subscription oncall email on-call@example.com',
+    );
     expect(items['Tenang-D4']?.why).toMatch(/^not checkable live: /);
     expect(items['Tenang-D2']?.why).toBe(
       'queue jobs: visibility timeout 180 s ≥ 6 × function worker timeout 30 s + batching window 0 s = 180 s',
     );
     expect(items['Tenang-O3-DlqDepth']?.resources).toEqual(['queue jobs-dlq', 'queue orders-failures']);
     expect(auditFailed(Object.values(items))).toBe(false);
+  });
+
+  it("when the alarms' topic has only a subscription pending confirmation, F5 fails naming it and saying to confirm it", async () => {
+    // Prepare: the e-mail was never confirmed (SNS lists it as PendingConfirmation).
+    const account = goodAccount();
+    const pending: Account = {
+      ...account,
+      subscriptions: {
+        [ONCALL_TOPIC]: [
+          {
+            SubscriptionArn: 'PendingConfirmation',
+            Protocol: 'email',
+            Endpoint: 'on-call@example.com',
+            TopicArn: ONCALL_TOPIC,
+          },
+        ],
+      },
+    };
+    const none: Account = { ...account, subscriptions: { [ONCALL_TOPIC]: [] } };
+
+    // Act
+    const items = await auditAccount(pending);
+    const empty = await auditAccount(none);
+
+    // Assess
+    const item = items['Tenang-F5-AlarmSubscriber'];
+    expect(item?.status).toBe('fail');
+    expect(item?.resources).toEqual(['topic oncall']);
+    expect(item?.why).toContain('has no confirmed subscriber');
+    expect(item?.why).toContain('subscription oncall email on-call@example.com is PendingConfirmation');
+    expect(item?.why).toContain('"Confirm subscription" link');
+    expect(empty['Tenang-F5-AlarmSubscriber']?.status).toBe('fail');
+    expect(empty['Tenang-F5-AlarmSubscriber']?.why).toContain(
+      'topic oncall (notified by alarm jobs-age, alarm jobs-dlq-depth, alarm orders-failures-depth) has no subscriber',
+    );
+    expect(auditFailed(Object.values(items))).toBe(true);
+  });
+
+  it('when a topic the alarms notify cannot be read, its subscribers are not judged and the reader says so', async () => {
+    // Prepare
+    const account: Account = { ...goodAccount(), subscriptions: {} };
+    mockAccount(account);
+    const progress: string[] = [];
+
+    // Act
+    const answers = await readLiveStack(clients(), STACK, (line) => progress.push(line));
+
+    // Assess
+    expect(answers.topics).toEqual([]);
+    expect(progress).toContain(
+      `topic ${ONCALL_TOPIC} is outside the stack and could not be read (NotFoundException): its subscribers are not checked`,
+    );
+    expect(auditLive(answers).find((i) => i.ruleId === 'Tenang-F5-AlarmSubscriber')?.status).toBe(
+      'not-applicable',
+    );
   });
 
   it('when a queue-age alarm has no actions of its own, it pages through the stack composite that names it, and fails without one', async () => {
@@ -568,6 +658,7 @@ describe('Function: readLiveStack', () => {
       'reading 2 functions and their event source mappings',
       'reading the TTL settings of 3 tables',
       'reading the alarms of the account and region',
+      'reading the subscriptions of the topics the alarms notify',
     ]);
   });
 
