@@ -5,8 +5,11 @@
  * disabled there, and this small proxy in front of moto keeps each mapping's Enabled state
  * instead: Get/Update/List of event source mappings answer with that state; every other Lambda
  * call goes to moto unchanged, except Invoke: moto cannot run a function (it would need Docker),
- * so when an `invoke` hook is given the platform's function hosts serve it here. Functions and
- * the CLI reach it through AWS_ENDPOINT_URL_LAMBDA; the local pollers read it.
+ * so when an `invoke` hook is given the platform's function hosts serve it here; and
+ * GetAccountSettings, which moto 5.2.1 does not implement (an HTML 404), answered from a quota of
+ * the platform's and the reserved concurrency moto keeps, so `tenang preflight` checks the
+ * account's concurrency here as on AWS. Functions and the CLI reach it through
+ * AWS_ENDPOINT_URL_LAMBDA; the local pollers read it.
  */
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +17,25 @@ import type { InvokeResult } from './function-host';
 
 const ESM_PATH = /^\/2015-03-31\/event-source-mappings\/?([0-9a-fA-F-]{36})?\/?(\?.*)?$/;
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/?]+)\/invocations\/?(\?.*)?$/;
+/** The API reference writes it with a trailing slash, the SDK sends it without. */
+const ACCOUNT_SETTINGS_PATH = /^\/2016-08-19\/account-settings\/?(\?.*)?$/;
+
+/**
+ * Lambda's default "Concurrent executions" quota per account and Region: 1,000 ("Lambda quotas",
+ * docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html; new accounts start lower
+ * until AWS raises it with their usage).
+ */
+export const DEFAULT_ACCOUNT_CONCURRENCY = 1000;
+
+/**
+ * AccountLimit's storage figures as AWS answers them for the default quotas ("Lambda quotas":
+ * 75 GB of code storage, 50 MB zipped deployment package uploaded directly, 250 MB unzipped).
+ */
+const CODE_LIMITS = {
+  TotalCodeSize: 75 * 1024 ** 3,
+  CodeSizeUnzipped: 250 * 1024 ** 2,
+  CodeSizeZipped: 50 * 1024 ** 2,
+} as const;
 
 /** Runs a function for the Invoke API; undefined when no such function is deployed. */
 export type ControlInvoke = (functionName: string, payload: unknown) => Promise<InvokeResult | undefined>;
@@ -53,7 +75,18 @@ export async function startLambdaControl(opts: {
    * until they are done, then Disabled, as the Lambda service does. @default never busy
    */
   readonly busy?: (uuid: string) => boolean;
+  /**
+   * GetAccountSettings' AccountLimit.ConcurrentExecutions (the account's quota); its
+   * UnreservedConcurrentExecutions is that minus the reserved concurrency of every function
+   * moto holds. @default DEFAULT_ACCOUNT_CONCURRENCY
+   */
+  readonly accountConcurrency?: number;
 }): Promise<LambdaControl> {
+  const accountConcurrency = opts.accountConcurrency ?? DEFAULT_ACCOUNT_CONCURRENCY;
+  if (!Number.isInteger(accountConcurrency) || accountConcurrency < 1)
+    throw new RangeError(
+      `accountConcurrency must be a whole number of at least 1, got ${accountConcurrency}`,
+    );
   const upstream = new URL(opts.upstream);
   const enabled = new Map<string, boolean>();
   const stateOf = (uuid: string): boolean => enabled.get(uuid) ?? opts.initiallyEnabled ?? true;
@@ -149,12 +182,78 @@ export async function startLambdaControl(opts: {
     res.end(text);
   };
 
+  /**
+   * GetAccountSettings from moto's own state: its functions (ListFunctions, every page) and each
+   * one's reserved concurrency (GetFunctionConcurrency), read per request so a reservation made
+   * or removed since counts, as on AWS. The caller's headers go along, so moto answers for the
+   * caller's account and Region. Code size is the functions' $LATEST only (AWS counts every
+   * version and layer too).
+   */
+  const serveAccountSettings = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const functions: Json[] = [];
+    let marker: string | undefined;
+    do {
+      const page = await forward(
+        req,
+        Buffer.alloc(0),
+        `/2015-03-31/functions/${marker === undefined ? '' : `?Marker=${encodeURIComponent(marker)}`}`,
+        'GET',
+      );
+      if (page.status >= 300) {
+        res.writeHead(page.status, page.headers);
+        res.end(page.body);
+        return;
+      }
+      const json = JSON.parse(page.body.toString()) as Json;
+      functions.push(...((json.Functions as Json[] | undefined) ?? []));
+      marker = typeof json.NextMarker === 'string' && json.NextMarker !== '' ? json.NextMarker : undefined;
+    } while (marker !== undefined);
+    const reserved = await Promise.all(
+      functions.map(async (fn) => {
+        const name = String(fn.FunctionName);
+        const r = await forward(
+          req,
+          Buffer.alloc(0),
+          `/2019-09-30/functions/${encodeURIComponent(name)}/concurrency`,
+          'GET',
+        );
+        // Deleted since the listing: it reserves nothing any more.
+        if (r.status === 404) return 0;
+        if (r.status >= 300)
+          throw new Error(`GetFunctionConcurrency of ${name} answered ${r.status}: ${r.body.toString()}`);
+        const value = (JSON.parse(r.body.toString()) as Json).ReservedConcurrentExecutions;
+        // moto keeps what PutFunctionConcurrency was given, a number or its string.
+        const n = Number(value ?? 0);
+        return Number.isFinite(n) ? n : 0;
+      }),
+    );
+    const totalReserved = reserved.reduce((a, b) => a + b, 0);
+    return reply(res, 200, {
+      AccountLimit: {
+        ...CODE_LIMITS,
+        ConcurrentExecutions: accountConcurrency,
+        // "The maximum number of simultaneous function executions, minus the capacity that's
+        // reserved for individual functions with PutFunctionConcurrency" (AccountLimit; minimum 0).
+        UnreservedConcurrentExecutions: Math.max(0, accountConcurrency - totalReserved),
+      },
+      AccountUsage: {
+        TotalCodeSize: functions.reduce(
+          (a, fn) => a + (typeof fn.CodeSize === 'number' ? fn.CodeSize : 0),
+          0,
+        ),
+        FunctionCount: functions.length,
+      },
+    });
+  };
+
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       void (async (): Promise<void> => {
         const body = Buffer.concat(chunks);
+        if (req.method === 'GET' && ACCOUNT_SETTINGS_PATH.test(req.url ?? ''))
+          return serveAccountSettings(req, res);
         const invocation = INVOKE_PATH.exec(req.url ?? '');
         if (invocation !== null && opts.invoke !== undefined) {
           return serveInvoke(req, res, opts.invoke, decodeURIComponent(invocation[1] ?? ''), body);

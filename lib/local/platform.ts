@@ -23,7 +23,8 @@ import { startLocalEnv, type LocalEnv } from './env';
 import { startFakeProvider, type FakeProvider } from './fake-provider';
 import { FunctionHost, type InvokeResult } from './function-host';
 import { startLocalHttpApi, type LocalHttpApi } from './http-api';
-import { startLambdaControl, type LambdaControl } from './lambda-control';
+import { DEFAULT_ACCOUNT_CONCURRENCY, startLambdaControl, type LambdaControl } from './lambda-control';
+import { LocalEnvError } from './errors';
 import { provisionIntoEmulator, type Provisioned } from './provision';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
@@ -44,6 +45,25 @@ export const IAM_SWITCH_VARIABLE = 'TENANG_IAM';
 /** Whether this process's local platforms enforce IAM. */
 export function iamEnforced(env: NodeJS.ProcessEnv = process.env): boolean {
   return (env[IAM_SWITCH_VARIABLE] ?? 'on').toLowerCase() !== 'off';
+}
+
+/**
+ * The account's Lambda concurrency quota the platform answers GetAccountSettings with, e.g.
+ * `TENANG_LOCAL_ACCOUNT_CONCURRENCY=10` to rehearse a new account's small quota with
+ * `tenang preflight`. @default 1000, AWS's default quota
+ */
+export const ACCOUNT_CONCURRENCY_VARIABLE = 'TENANG_LOCAL_ACCOUNT_CONCURRENCY';
+
+/** The quota TENANG_LOCAL_ACCOUNT_CONCURRENCY gives, or the default; a bad value is refused. */
+export function accountConcurrencyFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[ACCOUNT_CONCURRENCY_VARIABLE]?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_ACCOUNT_CONCURRENCY;
+  const quota = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(quota) || quota < 1)
+    throw new LocalEnvError(
+      `${ACCOUNT_CONCURRENCY_VARIABLE} must be a whole number of at least 1 (the account's Lambda concurrency quota), got '${raw}'.`,
+    );
+  return quota;
 }
 
 /** Where platforms leave the grants their requests used (read by `npm run iam-report`). */
@@ -110,6 +130,11 @@ export interface PlatformOptions {
     AlarmEvaluatorDeps,
     'periodSeconds' | 'periodScale' | 'intervalMs' | 'publishMetrics' | 'now'
   >;
+  /**
+   * The account's Lambda concurrency quota (GetAccountSettings' ConcurrentExecutions).
+   * @default TENANG_LOCAL_ACCOUNT_CONCURRENCY, else 1000
+   */
+  readonly accountConcurrency?: number;
 }
 
 /** Endpoint variables that point a function at the local stand-ins. */
@@ -172,6 +197,8 @@ export class LocalPlatform {
   public static async start(opts: PlatformOptions): Promise<LocalPlatform> {
     const projectRoot = opts.projectRoot ?? path.resolve(__dirname, '..', '..');
     const stage = opts.stage ?? 'dev';
+    // Read first: a bad value is refused before anything is started.
+    const accountConcurrency = opts.accountConcurrency ?? accountConcurrencyFromEnv();
     const env = await startLocalEnv({ log: opts.log, projectRoot });
     Object.assign(process.env, env.env);
     const started: { close(): Promise<void> }[] = [];
@@ -197,6 +224,7 @@ export class LocalPlatform {
       let platform: LocalPlatform | undefined = undefined;
       const control = await startLambdaControl({
         upstream: env.endpoint,
+        accountConcurrency,
         invoke: (fn, payload) => {
           if (platform === undefined) return Promise.reject(new Error('platform not started'));
           return platform.hosts.has(fn) ? platform.invoke(fn, payload) : Promise.resolve(undefined);
@@ -207,6 +235,8 @@ export class LocalPlatform {
           ),
       });
       started.push(control);
+      if (accountConcurrency !== DEFAULT_ACCOUNT_CONCURRENCY)
+        opts.log(`Lambda account concurrency quota: ${accountConcurrency} (GetAccountSettings)`);
       // IAM: every request a function makes, and the Lambda service's own on its behalf, goes
       // through the proxy with its execution role's credentials.
       const proxy: IamProxy | undefined =

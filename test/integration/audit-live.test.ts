@@ -127,15 +127,15 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     expect(result.err).toContain(`audit --live: listing the resources of stack tenang-${STAGE}`);
     expect(result.err).toContain('audit --live: reading the alarms of the account and region');
     // The preflight (P5) over the deployed stage: every fixed name is the stack's own; the
-    // emulator target's template checks no bootstrap version; moto 5.2.1 does not implement
-    // GetAccountSettings, so concurrency is not checkable here (unit tests judge it).
+    // emulator target's template checks no bootstrap version; the local Lambda control plane
+    // answers GetAccountSettings (moto 5.2.1 does not) with AWS's default quota of 1,000.
     expect(result.items['Tenang-P5-RetainedResources']).toMatchObject({ status: 'pass' });
     expect(result.items['Tenang-P5-RetainedResources']?.resources).toContain(`table tenang-${STAGE}-orders`);
     expect(result.items['Tenang-P5-Bootstrap']?.status).toBe('pass');
     expect(result.items['Tenang-P5-RegionServices']?.status).toBe('pass');
-    expect(result.items['Tenang-P5-Concurrency']?.status).toBe('not-checkable');
-    expect(result.items['Tenang-P5-Concurrency']?.why).toMatch(
-      /GetAccountSettings: the endpoint does not implement it/,
+    expect(result.items['Tenang-P5-Concurrency']?.status).toBe('pass');
+    expect(result.items['Tenang-P5-Concurrency']?.why).toContain(
+      'the account has 1000 unreserved of 1000 (GetAccountSettings)',
     );
     expect(result.items['Tenang-P5-RegionFeatures']?.status).toBe('not-checkable');
   });
@@ -155,7 +155,15 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
       new RegExp(`stack tenang-${STAGE} \\((CREATE|UPDATE)_COMPLETE\\)`),
     );
     expect(checks['region-services']?.status).toBe('pass');
-    expect(checks.concurrency?.status).toBe('skipped');
+    // The deployed functions reserve no concurrency: the whole default quota is unreserved.
+    expect(checks.concurrency?.status).toBe('pass');
+    const demand = Number(
+      /the stage can run (\d+) concurrent executions/.exec(checks.concurrency?.message ?? '')?.[1],
+    );
+    expect(demand).toBeGreaterThan(0);
+    expect(checks.concurrency?.message).toContain(
+      `the account has 1000 unreserved of 1000 (GetAccountSettings), with ${1000 - demand} to spare`,
+    );
   });
 
   it('when the alarm e-mail is confirmed, F5-AlarmSubscriber passes naming the confirmed subscription', async () => {

@@ -4,8 +4,10 @@
  * hand under its fixed names. The stage comes from the declaration (TENANG_PIPELINE, as the
  * tests' setup gives it).
  *
- * moto 5.2.1 does not implement Lambda GetAccountSettings (it answers an HTML 404): the
- * concurrency check is reported skipped with that reason here; its decisions are unit-tested
+ * moto 5.2.1 does not implement Lambda GetAccountSettings (it answers an HTML 404): against moto
+ * alone the concurrency check is reported skipped with that reason. The local Lambda control
+ * plane answers it (lib/local/lambda-control.ts); one started in front of this moto with a new
+ * account's quota of 10 fails the check. Its decisions are unit-tested
  * (test/unit/infra/audit/preflight.test.ts).
  */
 import { randomBytes } from 'node:crypto';
@@ -17,7 +19,8 @@ import {
 import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { runCaptured } from '../../bin/tenang';
-import type { PreflightCheck } from '../../lib/infra/audit/preflight';
+import { headroomFor, type PreflightCheck } from '../../lib/infra/audit/preflight';
+import { startLambdaControl } from '../../lib/local/lambda-control';
 import { dynamoClient } from '../helpers/aws';
 
 jest.setTimeout(60_000);
@@ -116,6 +119,49 @@ describe('CLI: tenang preflight (moto)', () => {
       expect(result.checks.bootstrap).toMatchObject({ status: 'pass', resources: [BOOTSTRAP_PARAMETER] });
       expect(result.checks.bootstrap?.message).toMatch(/is version 21/);
     } finally {
+      await ssm.send(new DeleteParameterCommand({ Name: BOOTSTRAP_PARAMETER }));
+    }
+  });
+
+  it("when the account's concurrency quota is a new account's 10 (the local control plane), preflight fails the concurrency check with the Service Quotas request and exits 1", async () => {
+    // Prepare: bootstrapped and nothing left, so concurrency is the only failure.
+    await ssm.send(
+      new PutParameterCommand({ Name: BOOTSTRAP_PARAMETER, Value: '21', Type: 'String', Overwrite: true }),
+    );
+    const control = await startLambdaControl({
+      upstream: process.env.AWS_ENDPOINT_URL ?? '',
+      accountConcurrency: 10,
+    });
+    const lambdaEndpoint = process.env.AWS_ENDPOINT_URL_LAMBDA;
+    process.env.AWS_ENDPOINT_URL_LAMBDA = control.url;
+
+    try {
+      // Act
+      const result = await preflight();
+
+      // Assess
+      expect(result.code).toBe(1);
+      const concurrency = result.checks.concurrency;
+      expect(concurrency?.status).toBe('fail');
+      const demand = Number(
+        /the stage can run (\d+) concurrent executions/.exec(concurrency?.message ?? '')?.[1],
+      );
+      expect(demand).toBeGreaterThan(10);
+      // No function in this moto reserves concurrency, so all 10 are unreserved.
+      expect(concurrency?.message).toContain('the account has 10 unreserved of 10 (GetAccountSettings)');
+      const desired = demand + headroomFor(demand);
+      expect(concurrency?.remedy).toMatch(
+        new RegExp(`^ask for a "Concurrent executions" quota of at least ${desired} in Service Quotas`),
+      );
+      expect(concurrency?.remedy).toContain(
+        `request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value ${desired} --region ${process.env.AWS_REGION ?? ''}`,
+      );
+      expect(result.checks.bootstrap?.status).toBe('pass');
+      expect(result.err).toContain('error: preflight failed: concurrency');
+    } finally {
+      if (lambdaEndpoint === undefined) delete process.env.AWS_ENDPOINT_URL_LAMBDA;
+      else process.env.AWS_ENDPOINT_URL_LAMBDA = lambdaEndpoint;
+      await control.close();
       await ssm.send(new DeleteParameterCommand({ Name: BOOTSTRAP_PARAMETER }));
     }
   });

@@ -34,7 +34,7 @@
  *   full ARN, plus the `Qualifier` query parameter) is normalised to the function ARN and a
  *   qualifier is kept, not stripped: Invoke of `f:live` is checked on `…:function:f:live`.
  *   Event source mappings: `arn:aws:lambda:R:A:event-source-mapping:UUID` (Get/Update/Delete);
- *   ListEventSourceMappings and CreateEventSourceMapping have no resource type.
+ *   ListEventSourceMappings, CreateEventSourceMapping and GetAccountSettings have no resource type.
  * - SNS: topic ARN `arn:aws:sns:R:A:name`; PublishBatch is sns:Publish. Publish to a TargetArn
  *   (a platform endpoint) is checked on that ARN, to a PhoneNumber on `*`.
  * - KMS: key ARN `arn:aws:kms:R:A:key/id`, alias ARN `…:alias/name`. AWS authorizes a
@@ -560,6 +560,8 @@ function functionArn(reference: string, qualifier: string | null, ctx: ArnContex
 }
 
 interface LambdaRoute {
+  /** The path's API version. @default '2015-03-31' */
+  readonly version?: string;
   readonly method: string;
   /** Path segments after the API version; '{fn}' and '{uuid}' are variables. */
   readonly segments: readonly string[];
@@ -599,6 +601,9 @@ const LAMBDA_ROUTES: readonly LambdaRoute[] = [
   { method: 'GET', segments: ['event-source-mappings', '{uuid}'], operation: 'GetEventSourceMapping' },
   { method: 'PUT', segments: ['event-source-mappings', '{uuid}'], operation: 'UpdateEventSourceMapping' },
   { method: 'DELETE', segments: ['event-source-mappings', '{uuid}'], operation: 'DeleteEventSourceMapping' },
+  // GET /2016-08-19/account-settings/ (API reference); the Service Authorization Reference lists
+  // lambda:GetAccountSettings without a resource type, so it is checked on "*".
+  { version: '2016-08-19', method: 'GET', segments: ['account-settings'], operation: 'GetAccountSettings' },
 ];
 
 function lambdaRequest(req: WireRequest, ctx: ArnContext): ApiRequest {
@@ -612,7 +617,11 @@ function lambdaRequest(req: WireRequest, ctx: ArnContext): ApiRequest {
   }
   const [version, ...rest] = segments;
   for (const route of LAMBDA_ROUTES) {
-    if (version !== '2015-03-31' || route.method !== method || route.segments.length !== rest.length)
+    if (
+      version !== (route.version ?? '2015-03-31') ||
+      route.method !== method ||
+      route.segments.length !== rest.length
+    )
       continue;
     if (!route.segments.every((s, i) => s.startsWith('{') || s === rest[i])) continue;
     const action = `lambda:${route.action ?? route.operation}`;

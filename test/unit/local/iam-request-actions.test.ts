@@ -27,6 +27,7 @@ import {
   GetShardIteratorCommand,
 } from '@aws-sdk/client-dynamodb-streams';
 import {
+  GetAccountSettingsCommand,
   GetEventSourceMappingCommand,
   GetFunctionConfigurationCommand,
   InvokeCommand,
@@ -680,6 +681,12 @@ describe('Function: apiRequestOf for Lambda (REST-JSON)', () => {
       (c) => c.send(new GetFunctionConfigurationCommand({ FunctionName: FUNCTION })),
       [{ action: 'lambda:GetFunctionConfiguration', resource: FUNCTION_ARN }],
     ],
+    [
+      // GET /2016-08-19/account-settings: another API version than the function routes.
+      'GetAccountSettings',
+      (c) => c.send(new GetAccountSettingsCommand({})),
+      [{ action: 'lambda:GetAccountSettings', resource: '*' }],
+    ],
   ];
 
   it.each(cases)(
@@ -1016,6 +1023,18 @@ describe('Function: apiRequestOf on malformed requests', () => {
       }),
     );
     expect(error.message).toBe('Lambda: no operation is known for GET /2015-03-31/functions/f/nope');
+  });
+
+  it('when the account-settings path has another API version than GetAccountSettings (2016-08-19), it throws rather than guess', () => {
+    const error = parseError(
+      wireOf({
+        scope: 'lambda',
+        method: 'GET',
+        path: '/2015-03-31/account-settings',
+        contentType: 'application/json',
+      }),
+    );
+    expect(error.message).toBe('Lambda: no operation is known for GET /2015-03-31/account-settings');
   });
 
   it('when ExecuteStatement is not a PartiQL form it can read, it throws rather than guess', () => {

@@ -2,12 +2,15 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvokeCommand, LambdaClient, ResourceNotFoundException } from '@aws-sdk/client-lambda';
 import type { InvokeResult } from '../../../lib/local/function-host';
+import { LocalEnvError } from '../../../lib/local/errors';
 import {
+  DEFAULT_ACCOUNT_CONCURRENCY,
   functionNameOf,
   startLambdaControl,
   type ControlInvoke,
   type LambdaControl,
 } from '../../../lib/local/lambda-control';
+import { ACCOUNT_CONCURRENCY_VARIABLE, accountConcurrencyFromEnv } from '../../../lib/local/platform';
 
 const FUNCTION = 'tenang-unit-outbox-relay';
 
@@ -169,4 +172,29 @@ describe('Function: startLambdaControl (Invoke)', () => {
     expect(text(out.Payload)).toBe('{"from":"upstream"}');
     expect(upstream.paths).toEqual([`POST /2015-03-31/functions/${FUNCTION}/invocations`]);
   });
+});
+
+describe('Function: accountConcurrencyFromEnv', () => {
+  it("when TENANG_LOCAL_ACCOUNT_CONCURRENCY is unset or empty, the quota is AWS's default 1,000", () => {
+    expect(accountConcurrencyFromEnv({})).toBe(DEFAULT_ACCOUNT_CONCURRENCY);
+    expect(accountConcurrencyFromEnv({ [ACCOUNT_CONCURRENCY_VARIABLE]: ' ' })).toBe(1000);
+  });
+
+  it("when it is a whole number (a new account's 10), that is the quota", () => {
+    expect(accountConcurrencyFromEnv({ TENANG_LOCAL_ACCOUNT_CONCURRENCY: '10' })).toBe(10);
+  });
+
+  it.each(['0', '-5', '2.5', 'ten', '1e3'])(
+    'when it is %s, it is refused naming the variable and the value',
+    (raw) => {
+      const read = (): number => accountConcurrencyFromEnv({ TENANG_LOCAL_ACCOUNT_CONCURRENCY: raw });
+      // A LocalEnvError: bin/local's error funnel prints its message, as for a bad TENANG_MOTO_PORT.
+      expect(read).toThrow(LocalEnvError);
+      expect(read).toThrow(
+        new Error(
+          `TENANG_LOCAL_ACCOUNT_CONCURRENCY must be a whole number of at least 1 (the account's Lambda concurrency quota), got '${raw}'.`,
+        ),
+      );
+    },
+  );
 });
