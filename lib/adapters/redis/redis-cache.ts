@@ -9,12 +9,7 @@
  */
 import type { ChainableCommander, default as Redis } from 'ioredis';
 import { CacheUnavailableError } from '../../core/errors';
-import type {
-  CacheEntry,
-  EvictingCache,
-  PrefixEviction,
-  PrefixEvictionOptions,
-} from '../../core/ports';
+import type { CacheEntry, EvictingCache, PrefixEviction, PrefixEvictionOptions } from '../../core/ports';
 
 /** Parses the kind and version of a stored entry; anything else is not ours and may be replaced. */
 const PARSE = `
