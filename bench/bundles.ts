@@ -210,6 +210,9 @@ function baselineSource(clients: readonly string[]): string {
   return `${lines.join('\n')}\n${constructs.join('\n')}\nexport const handler = async () => ({});\n`;
 }
 
+/** What invokes a handler: what a peer may be invoked by, or an operator (the CLI's Invoke). */
+type InvocationKind = PeerSpec['kind'] | 'operator';
+
 /** What a by-the-book peer of a handler uses. */
 interface PeerSpec {
   /** What invokes it: an SQS batch, a DynamoDB stream batch, an HTTP API request, a schedule. */
@@ -365,10 +368,12 @@ const NODEJS_FUNCTION_DEFAULTS: BuildOptions = {
 
 /** The first invocation's event, by what invokes the handler, with a few words for the report. */
 function firstEvent(
-  kind: PeerSpec['kind'],
+  kind: InvocationKind,
   handler: string,
 ): { readonly event: unknown; readonly what: string } {
   if (kind === 'sqs' || kind === 'stream') return { event: { Records: [] }, what: 'an empty batch' };
+  if (kind === 'operator')
+    return { event: OPERATOR_INVOCATIONS[handler], what: "an operator's dry-run request" };
   if (kind === 'schedule')
     return {
       event: { source: 'aws.events', 'detail-type': 'Scheduled Event', detail: {} },
@@ -417,10 +422,26 @@ function firstEvent(
   };
 }
 
-/** What invokes a handler: its peer's kind, or an SQS batch for a job module with no peer. */
-function kindOf(handler: string, entry: string): PeerSpec['kind'] {
+/**
+ * tenang's functions that only an operator invokes (the CLI's Invoke), with the request their
+ * first invocation gets: for the cache admin a dry-run prefix invalidation, which connects to the
+ * cache (its first network request) and changes nothing. They have no by-the-book peer.
+ */
+const OPERATOR_INVOCATIONS: Record<string, unknown> = {
+  'cache-admin': {
+    operation: 'invalidate-prefix',
+    prefix: 'bench:',
+    batch: 100,
+    dryRun: true,
+    requestedBy: { actor: 'bench' },
+  },
+};
+
+/** What invokes a handler: its peer's kind, an operator, or an SQS batch for a job module with no peer. */
+function kindOf(handler: string, entry: string): InvocationKind {
   const peer = PEERS[handler];
   if (peer !== undefined) return peer.kind;
+  if (handler in OPERATOR_INVOCATIONS) return 'operator';
   if (entry.includes(`${path.sep}jobs${path.sep}`)) return 'sqs';
   throw new Error(
     `bench bundles: no first invocation known for ${handler} (add it to PEERS in bench/bundles.ts)`,
