@@ -986,7 +986,7 @@ const queueAgeThreshold: TemplateRule = {
   reads: { [QUEUE]: ['QueueName'], [ALARM]: ['Dimensions', 'Metrics', 'Threshold', 'ComparisonOperator'] },
   notApplicable: (index) =>
     index.objectives === undefined
-      ? 'no latency objective is known: the template was audited without a pipeline config'
+      ? 'no latency objective is known: the template carries no tenang:pipeline declaration (metadata) and was audited without a pipeline config'
       : `no ${OLDEST_AGE_METRIC} alarm watches the queue of a job type the config declares`,
   check: (index) =>
     (index.objectives ?? []).flatMap((objective) =>
