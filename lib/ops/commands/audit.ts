@@ -1,7 +1,9 @@
 /**
  * `tenang audit [template | -] [--template path | --live] [--json | --format f]`: the
- * pre-automation checklist (P4). Without a template it synthesizes this project's app for the
- * context's stage and audits that template plus the pipeline config; with one it audits any
+ * pre-automation checklist (P4). Without a template, in a CDK app's directory (a cdk.json), it
+ * synthesizes the app offline and audits it with the declaration its template carries (no AWS);
+ * elsewhere it synthesizes the declaration's stack (TENANG_PIPELINE or the deployed stack's) for
+ * the context's stage and audits that template plus the pipeline config; with one it audits any
  * CloudFormation template — JSON or YAML, SAM, a cdk.out directory, or `-` for stdin
  * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
  * AWS APIs (the same rules, see lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1
@@ -19,6 +21,7 @@ import {
   type CliContext,
   type RegisterCommand,
 } from '../cli-context';
+import { appDirectory } from '../app-directory';
 import { renderTable } from '../table';
 
 /** The output formats of `tenang audit`. */
@@ -113,8 +116,15 @@ export const register: RegisterCommand = (program, context) => {
         throw error;
       }
     });
-  // A given template is audited alone: nothing of this app's config is read.
-  configFree(audit, (options) => options.template !== undefined || audit.args.length > 0);
+  // A given template is audited alone, with the declaration it carries; in a CDK app's directory
+  // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
+  configFree(
+    audit,
+    (options) =>
+      options.template !== undefined ||
+      audit.args.length > 0 ||
+      (options.live !== true && appDirectory() !== undefined),
+  );
 };
 
 /** The --format value when it is one of the formats (parseAuditOptions reports a wrong one). */
