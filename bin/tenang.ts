@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `tenang` CLI's entry point: builds the commander program from the command modules and
- * funnels every error into one message and exit code (0 ok, 1 failure, 2 usage, 3 no usable AWS
- * credentials: lib/ops/cli-errors.ts). Only this file calls process.exit; tests drive
+ * funnels every error into one message and exit code (0 ok, 1 failure, 2 usage or an invalid
+ * pipeline declaration, 3 no usable AWS credentials: lib/ops/cli-errors.ts); with --json the
+ * same report is also one JSON object on stdout. Only this file calls process.exit; tests drive
  * `run(argv, io)` and get the exit code back.
  */
 import * as readline from 'node:readline/promises';
@@ -12,17 +13,23 @@ import {
   contextFromEnv,
   needsConfig,
   UsageError,
+  wantsJson,
   type CliContext,
   type Prompt,
   type RegisterCommand,
 } from '../lib/ops/cli-context';
+import { PIPELINE_VARIABLE, PipelineConfigError } from '../lib/config';
 import { MappingError } from '../lib/core/reconcile';
 import {
   credentialsFailureOf,
+  credentialsReport,
   describeCredentialsFailure,
+  errorJson,
   EXIT_CODE,
   EXIT_CODES_HELP,
+  type CliErrorReport,
 } from '../lib/ops/cli-errors';
+import { cliPlace, type CliPlace } from '../lib/ops/cli-place';
 import { register as registerAudit } from '../lib/ops/commands/audit';
 import { register as registerDegrade } from '../lib/ops/commands/degrade';
 import { register as registerDlq } from '../lib/ops/commands/dlq';
@@ -57,6 +64,8 @@ export interface CliIo {
   readonly prompt?: Prompt;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
+  /** Where the hints' commands and paths are seen from (lib/ops/cli-place.ts). @default process.cwd() */
+  readonly cwd?: string;
 }
 
 const line =
@@ -89,48 +98,103 @@ function isAwsError(error: unknown): error is Error & { $fault?: string } {
   return error instanceof Error && '$metadata' in error && '$fault' in error;
 }
 
-/** Maps an error to its exit code, writing its explanation to `err` (the error funnel). */
-export function exitCodeFor(
+/** The invalid pipeline declaration `error` is or wraps (cause), if any: a config error, not a bug. */
+function configErrorOf(error: unknown): PipelineConfigError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth <= 5 && current instanceof Error; depth += 1) {
+    if (current instanceof PipelineConfigError) return current;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+/** What the funnel makes of an error: its report (none for a help shown), and the text for stderr if any is due. */
+export interface FunnelledError {
+  /** @default none: commander showed the help (exit code 0) */
+  readonly report?: CliErrorReport;
+  /** @default none: already printed (commander writes its own usage errors) */
+  readonly text?: string;
+}
+
+/** Maps an error to its report and its text (the error funnel: one place for every message and exit code). */
+export function funnelError(
   error: unknown,
-  err: (text: string) => void,
   env: NodeJS.ProcessEnv = process.env,
-): number {
+  place: CliPlace = cliPlace(),
+): FunnelledError {
+  const said = (report: CliErrorReport): FunnelledError => ({ report, text: `error: ${report.message}` });
   if (error instanceof CommanderError) {
     // Commander has already written its message (or the help) through configureOutput.
-    return error.exitCode === 0 ? 0 : 2;
+    if (error.exitCode === 0) return {};
+    const message =
+      error.message === '(outputHelp)'
+        ? 'a subcommand is needed (its list is printed on stderr)'
+        : error.message.replace(/^error: /, '');
+    return { report: { kind: 'usage', message, exitCode: EXIT_CODE.usage } };
   }
-  if (error instanceof UsageError) {
-    err(`error: ${error.message}`);
-    return 2;
-  }
+  if (error instanceof UsageError)
+    return said({ kind: 'usage', message: error.message, exitCode: EXIT_CODE.usage });
   // Before the failures and the AWS errors: a command may wrap it (cause), an expired or unknown
   // token is an AWS error, and none of them is a bug.
   const credentials = credentialsFailureOf(error);
   if (credentials !== undefined) {
-    err(describeCredentialsFailure(credentials, env));
-    return EXIT_CODE.credentials;
+    return {
+      report: credentialsReport(credentials, env, place),
+      text: describeCredentialsFailure(credentials, env, place),
+    };
   }
-  if (error instanceof CommandFailedError || error instanceof MappingError) {
-    err(`error: ${error.message}`);
-    return 1;
-  }
+  // The declaration's listed problems are the message: their stack points into tenang's loader,
+  // never at the mistake. Exit 2, as for options: what the operator gave is wrong, not the run.
+  const config = configErrorOf(error);
+  if (config !== undefined && error instanceof Error)
+    return said({ kind: 'config', message: error.message, exitCode: EXIT_CODE.usage });
+  if (error instanceof CommandFailedError || error instanceof MappingError)
+    return said({ kind: 'failure', message: error.message, exitCode: EXIT_CODE.failure });
   if (isAwsError(error)) {
-    err(`error: AWS ${error.name}: ${error.message.split('\n')[0] ?? ''}`);
-    return 1;
+    const message = `AWS ${error.name}: ${error.message.split('\n')[0] ?? ''}`;
+    return said({ kind: 'aws', message, exitCode: EXIT_CODE.failure });
   }
   const code = (error as { code?: unknown } | undefined)?.code;
   if (error instanceof Error && (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT')) {
-    err(`error: cannot reach the AWS endpoint (${String(code)}): ${error.message}`);
-    return 1;
+    const message = `cannot reach the AWS endpoint (${String(code)}): ${error.message}`;
+    return said({ kind: 'network', message, exitCode: EXIT_CODE.failure });
   }
-  err(
-    `unexpected error (a bug in tenang):\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-  );
-  return 1;
+  const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return {
+    report: {
+      kind: 'unexpected',
+      message: `unexpected error (a bug in tenang): ${error instanceof Error ? error.message : String(error)}`,
+      exitCode: EXIT_CODE.failure,
+      stack,
+    },
+    text: `unexpected error (a bug in tenang):\n${stack}`,
+  };
+}
+
+/** Maps an error to its exit code, writing its explanation to `err` (funnelError, as text only). */
+export function exitCodeFor(
+  error: unknown,
+  err: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+  place: CliPlace = cliPlace(),
+): number {
+  const { report, text } = funnelError(error, env, place);
+  if (text !== undefined) err(text);
+  return report?.exitCode ?? EXIT_CODE.ok;
+}
+
+/** Whether `argv` asks for --json (before any `--`): for an error commander raised before an action was chosen. */
+function argvAsksJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
 }
 
 /** Builds the program; `context` is created on first use with the parsed global options. */
-export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = () => undefined): Command {
+export function buildProgram(
+  io: CliIo,
+  onContext: (ctx: CliContext) => void = () => undefined,
+  onAction: (action: Command) => void = () => undefined,
+): Command {
   const env = io.env ?? process.env;
   const program = new Command('tenang');
   let context: CliContext | undefined;
@@ -143,6 +207,9 @@ export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = (
     try {
       context = contextFromEnv({ stage, out: io.out, err: io.err, prompt: io.prompt }, env);
     } catch (error) {
+      // An invalid declaration in the environment is a config error (the funnel lists its problems).
+      if (error instanceof PipelineConfigError)
+        throw new CommandFailedError(`${PIPELINE_VARIABLE}: ${error.message}`, { cause: error });
       throw new UsageError(`--stage ${stage}: ${(error as Error).message}`);
     }
     onContext(context);
@@ -155,13 +222,14 @@ export function buildProgram(io: CliIo, onContext: (ctx: CliContext) => void = (
     .addOption(
       new Option('--stage <name>', 'stage to operate').default(env.TENANG_STAGE ?? 'dev').env('TENANG_STAGE'),
     )
-    .option('--json', 'machine-readable output (read commands)')
+    .option('--json', 'machine-readable output (read commands); any error as one JSON object on stdout')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .addHelpText(
       'after',
-      `
+      // A function: the runbooks' path is looked up only when the help is shown.
+      () => `
 ${EXIT_CODES_HELP}
 Endpoints come from the environment (AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_LAMBDA).
 
@@ -175,11 +243,13 @@ Examples:
   $ tenang preflight
   $ tenang drill --list
 
-Runbooks: runbooks/README.md (every step there is one of these commands).`,
+Runbooks: ${cliPlace(io.cwd).runbooksIndex} (every step there is one of these commands).`,
     );
   // Each action runs with the stage's pipeline config at hand: unless TENANG_PIPELINE gives it,
   // it is read once from the deployed stack's template (a failure surfaces where it is needed).
   program.hook('preAction', async (_program, action) => {
+    // First: the funnel needs to know the action (its --json) even when the context fails.
+    onAction(action);
     if (needsConfig(action)) await getContext().loadConfig?.();
   });
   for (const register of COMMANDS) register(program, getContext);
@@ -195,12 +265,28 @@ Runbooks: runbooks/README.md (every step there is one of these commands).`,
 /** Runs the CLI with `argv` (without node and script) and returns the exit code. */
 export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
   let context: CliContext | undefined;
-  const program = buildProgram(io, (ctx) => (context = ctx));
+  let action: Command | undefined;
+  let printed = false;
+  const out = (text: string): void => {
+    printed = true;
+    io.out(text);
+  };
+  const program = buildProgram(
+    { ...io, out },
+    (ctx) => (context = ctx),
+    (chosen) => (action = chosen),
+  );
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return 0;
+    return EXIT_CODE.ok;
   } catch (error) {
-    return exitCodeFor(error, io.err, io.env ?? process.env);
+    const { report, text } = funnelError(error, io.env ?? process.env, cliPlace(io.cwd));
+    if (text !== undefined) io.err(text);
+    // With --json the error is also one JSON object on stdout, unless the command already answered
+    // there (audit, preflight print their JSON report and then fail): stdout stays one document.
+    const json = action === undefined ? argvAsksJson(argv) : wantsJson(action);
+    if (report !== undefined && json && !printed) io.out(errorJson(report));
+    return report?.exitCode ?? EXIT_CODE.ok;
   } finally {
     if (context !== undefined) for (const client of Object.values(context.clients)) client.destroy();
   }
@@ -216,7 +302,7 @@ export interface CapturedRun {
 /** Runs the CLI and returns its output instead of writing it (tests, drills). */
 export async function runCaptured(
   argv: readonly string[],
-  opts: Pick<CliIo, 'env' | 'prompt'> = {},
+  opts: Pick<CliIo, 'env' | 'prompt' | 'cwd'> = {},
 ): Promise<CapturedRun> {
   const out: string[] = [];
   const err: string[] = [];

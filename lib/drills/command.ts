@@ -17,6 +17,7 @@ import {
   type RegisterCommand,
 } from '../ops/cli-context';
 import { DRILL_CATALOG } from '../ops/drills/catalog';
+import { cliPlace } from '../ops/cli-place';
 import { parseOptions } from '../ops/options';
 import { renderTable } from '../ops/table';
 import type { RunDrillOptions } from './drill';
@@ -68,9 +69,11 @@ Examples:
         // The drill uses no AWS clients of the operator's environment; the context only supplies output.
         const ctx = context();
         if (opts.list === true) {
+          // The runbooks as a path from here: the checkout's runbooks/, an app's node_modules/tenang/runbooks/.
+          const place = cliPlace();
           const rows = DRILL_CATALOG.map((d) => ({
             drill: d.name,
-            runbook: `runbooks/${d.runbook}.md`,
+            runbook: place.runbook(d.runbook),
             incident: d.incident,
           }));
           ctx.out(
@@ -105,7 +108,9 @@ Examples:
           jobType: opts.jobType,
         });
         ctx.out(
-          opts.json === true ? JSON.stringify(results, null, 2) : results.map(renderDrillResult).join('\n\n'),
+          opts.json === true
+            ? JSON.stringify(results, null, 2)
+            : results.map((r) => renderDrillResult(r)).join('\n\n'),
         );
         const failed = results.filter((r) => !r.passed);
         if (failed.length > 0)

@@ -10,6 +10,7 @@ import type { PipelineConfig } from '../config';
 import type { LocalPlatform } from '../local/platform';
 import { callApi, type ApiAnswer } from '../local/traffic';
 import type { DrillInfo } from '../ops/drills/catalog';
+import { cliPlace, type CliPlace } from '../ops/cli-place';
 
 /** What one CLI command answered. */
 export interface CliAnswer {
@@ -188,9 +189,9 @@ export async function runDrill(drill: Drill, opts: RunDrillOptions): Promise<Dri
 }
 
 /** A drill's outcome as text: one line per step and check. */
-export function renderDrillResult(result: DrillResult): string {
+export function renderDrillResult(result: DrillResult, place: CliPlace = cliPlace()): string {
   const lines = [
-    `drill ${result.drill} (runbooks/${result.runbook}.md): ${result.incident}`,
+    `drill ${result.drill} (${place.runbook(result.runbook)}): ${result.incident}`,
     ...result.steps.map((s) => `  $ tenang ${s.argv.join(' ')}  → exit ${s.code}`),
     ...result.checks.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`),
     ...(result.error === undefined ? [] : [`  ERROR ${result.error}`]),

@@ -12,6 +12,7 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
+import { cliPlace, type CliPlace } from '../ops/cli-place';
 import { readStackStatus, type StackStatus } from '../ops/stack-status';
 import { renderTable } from '../ops/table';
 import { LocalPlatform } from './platform';
@@ -136,6 +137,7 @@ export function shellQuote(value: string): string {
 export function renderOperatorEnvironment(
   environment: Readonly<Record<string, string>>,
   about: { readonly routes: readonly { method: string; path: string }[]; readonly notes: readonly string[] },
+  place: CliPlace = cliPlace(),
 ): string {
   const exports = Object.entries(environment)
     .sort(([a], [b]) => a.localeCompare(b))
@@ -145,10 +147,10 @@ export function renderOperatorEnvironment(
     ...exports,
     '',
     '# In another shell, paste the export lines above, then for example:',
-    '#   npx tsx bin/tenang.ts status',
-    '#   npx tsx bin/tenang.ts pause notification-consumer --reason "trying it out" --for 10m',
-    '#   npx tsx bin/tenang.ts resume notification-consumer',
-    '#   npx tsx bin/tenang.ts dlq list payment.capture',
+    `#   ${place.tenang} status`,
+    `#   ${place.tenang} pause notification-consumer --reason "trying it out" --for 10m`,
+    `#   ${place.tenang} resume notification-consumer`,
+    `#   ${place.tenang} dlq list payment.capture`,
     `#   curl -s -X POST "$${API_URL_VARIABLE}/orders" -H 'content-type: application/json' -d ${order}`,
     `#   curl -s -X POST "$${API_URL_VARIABLE}/orders/<orderId>/payments" -H 'content-type: application/json' -H 'idempotency-key: k1' -d '{"paymentId":"p1","amountMinor":1200,"currency":"EUR"}'`,
     `#   curl -s "$${API_URL_VARIABLE}/orders/<orderId>"`,

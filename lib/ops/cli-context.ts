@@ -111,6 +111,27 @@ export function needsConfig(command: Command): boolean {
   return when === undefined || !when(command.optsWithGlobals());
 }
 
+/** Commands that answer in JSON for more than --json (e.g. audit's --format json). */
+const JSON_ANSWER = new WeakMap<Command, (options: Record<string, unknown>) => boolean>();
+
+/**
+ * Marks `command` as answering in JSON also when `when` holds for its options (beyond --json): the
+ * CLI then reports its errors as a JSON object on stdout too.
+ */
+export function answersInJson(
+  command: Command,
+  when: (options: Record<string, unknown>) => boolean,
+): Command {
+  JSON_ANSWER.set(command, when);
+  return command;
+}
+
+/** Whether the action about to run answers in JSON: --json (the program's or its own), or answersInJson. */
+export function wantsJson(command: Command): boolean {
+  const options = command.optsWithGlobals();
+  return options.json === true || JSON_ANSWER.get(command)?.(options) === true;
+}
+
 /** Builds the context from the environment (TENANG_STAGE, AWS_REGION, AWS_ENDPOINT_URL…). */
 export function contextFromEnv(
   opts: { stage?: string; out?: (t: string) => void; err?: (t: string) => void; prompt?: Prompt } = {},

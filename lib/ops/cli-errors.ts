@@ -8,19 +8,39 @@
  * class: an application can hold more than one copy of the SDK's packages.
  */
 
+import { cliPlace, type CliPlace } from './cli-place';
+
 /** Exit codes of the `tenang` CLI (printed by `--help`, listed in the README). */
 export const EXIT_CODE = {
   ok: 0,
   /** A command ran and failed, or AWS answered with an error. */
   failure: 1,
-  /** Wrong or missing options. */
+  /** Wrong or missing options, or an invalid pipeline declaration. */
   usage: 2,
   /** No usable AWS credentials: none found, expired, or not accepted by AWS. */
   credentials: 3,
 } as const;
 
 /** The help text's line about exit codes. */
-export const EXIT_CODES_HELP = `Exit codes: ${EXIT_CODE.ok} ok, ${EXIT_CODE.failure} failure, ${EXIT_CODE.usage} usage error, ${EXIT_CODE.credentials} no usable AWS credentials.`;
+export const EXIT_CODES_HELP = `Exit codes: ${EXIT_CODE.ok} ok, ${EXIT_CODE.failure} failure, ${EXIT_CODE.usage} usage error (or an invalid pipeline declaration), ${EXIT_CODE.credentials} no usable AWS credentials.`;
+
+/** What went wrong, in the words the CLI reports it: text on stderr and, with --json, one JSON object on stdout. */
+export interface CliErrorReport {
+  /** usage: options; config: the pipeline declaration; failure: a command's own; aws/network: the call; unexpected: a bug. */
+  readonly kind: 'usage' | 'config' | 'credentials' | 'failure' | 'aws' | 'network' | 'unexpected';
+  /** One line, without the `error: ` prefix (a declaration's problems follow on lines of their own). */
+  readonly message: string;
+  /** What to do about it. @default none */
+  readonly hint?: string;
+  readonly exitCode: number;
+  /** The stack, for a bug only. @default none */
+  readonly stack?: string;
+}
+
+/** The JSON object `--json` prints for an error: `{"error": {kind, message, hint?, exitCode}}`. */
+export function errorJson(report: CliErrorReport): string {
+  return JSON.stringify({ error: report }, null, 2);
+}
 
 /** What is wrong with the credentials. */
 export type CredentialsProblem =
@@ -110,7 +130,7 @@ function nonEmpty(value: string | undefined): value is string {
 }
 
 /** What to do about it, one step a line. */
-function remedies(problem: CredentialsProblem, env: NodeJS.ProcessEnv): string[] {
+function remedies(problem: CredentialsProblem, env: NodeJS.ProcessEnv, place: CliPlace): string[] {
   const profile = env.AWS_PROFILE ?? env.AWS_DEFAULT_PROFILE;
   const profileFlag = nonEmpty(profile) ? ` --profile ${profile}` : '';
   const steps: string[] = [];
@@ -128,17 +148,18 @@ function remedies(problem: CredentialsProblem, env: NodeJS.ProcessEnv): string[]
   }
   steps.push(
     nonEmpty(env.AWS_ENDPOINT_URL)
-      ? `the local platform (AWS_ENDPOINT_URL=${env.AWS_ENDPOINT_URL}): export every line \`npm run local -- up\` printed, credentials included`
-      : 'the local platform instead of AWS: start `npm run local -- up` and run the `export` lines it prints in this shell',
+      ? `the local platform (AWS_ENDPOINT_URL=${env.AWS_ENDPOINT_URL}): export every line \`${place.localUp}\` printed, credentials included`
+      : `the local platform instead of AWS: start \`${place.localUp}\` and run the \`export\` lines it prints in this shell`,
   );
   return steps;
 }
 
-/** The message the CLI prints for a credentials failure (no stack trace: it is not a bug). */
-export function describeCredentialsFailure(
+/** The report of a credentials failure: the headline, and every way to fix it as the hint. */
+export function credentialsReport(
   failure: CredentialsFailure,
   env: NodeJS.ProcessEnv = process.env,
-): string {
+  place: CliPlace = cliPlace(),
+): CliErrorReport {
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const profile = env.AWS_PROFILE ?? env.AWS_DEFAULT_PROFILE;
   const source =
@@ -147,10 +168,27 @@ export function describeCredentialsFailure(
       : nonEmpty(profile)
         ? ` (profile "${profile}")`
         : '';
+  return {
+    kind: 'credentials',
+    message: `${HEADLINE[failure.problem]}${source}: ${failure.name}: ${failure.message}`,
+    hint: [
+      `tenang calls AWS (region ${region}) with the SDK's usual credentials. To fix it, one of:`,
+      ...remedies(failure.problem, env, place).map((step) => `  - ${step}`),
+    ].join('\n'),
+    exitCode: EXIT_CODE.credentials,
+  };
+}
+
+/** The message the CLI prints for a credentials failure (no stack trace: it is not a bug). */
+export function describeCredentialsFailure(
+  failure: CredentialsFailure,
+  env: NodeJS.ProcessEnv = process.env,
+  place: CliPlace = cliPlace(),
+): string {
+  const report = credentialsReport(failure, env, place);
   return [
-    `error: ${HEADLINE[failure.problem]}${source}: ${failure.name}: ${failure.message}`,
-    `tenang calls AWS (region ${region}) with the SDK's usual credentials. To fix it, one of:`,
-    ...remedies(failure.problem, env).map((step) => `  - ${step}`),
+    `error: ${report.message}`,
+    report.hint ?? '',
     `(exit code ${EXIT_CODE.credentials}: no usable AWS credentials)`,
   ].join('\n');
 }

@@ -4,6 +4,7 @@
  * No Redis, no AWS: the help loads this without the connection code.
  */
 import type { PrefixEviction } from '../../core/ports';
+import { cliPlace, type CliPlace } from '../cli-place';
 
 /** Progress of a long scan is printed at most this often, milliseconds. */
 const PROGRESS_INTERVAL_MS = 1_000;
@@ -13,11 +14,12 @@ const PROGRESS_INTERVAL_MS = 1_000;
  * that works on AWS with nothing but AWS credentials; --direct is for where the cache is
  * reachable (the local platform's Redis, or a host of your own inside the cache's VPC).
  */
-export const CONNECTION_HELP = `How the command reaches the cache:
+export function connectionHelp(place: CliPlace = cliPlace()): string {
+  return `How the command reaches the cache:
   - by default it invokes the stage's cache-admin function (tenang-<stage>-cache-admin, Lambda
     Invoke, RequestResponse), which runs in the cache's VPC with the cache client security group
     and does the work there; the CLI needs only AWS credentials allowed lambda:InvokeFunction on
-    that function (on the local platform: AWS_ENDPOINT_URL_LAMBDA, as \`npm run local -- up\` prints).
+    that function (on the local platform: AWS_ENDPOINT_URL_LAMBDA, as \`${place.localUp}\` prints).
     The function's log group (/aws/lambda/tenang-<stage>-cache-admin) has its progress.
   - --direct connects from where the CLI runs, with the functions' variables: REDIS_URL (e.g.
     the local platform's Redis), or CACHE_HOST, CACHE_PORT, CACHE_TLS=true, CACHE_AUTH=iam,
@@ -25,6 +27,7 @@ export const CONNECTION_HELP = `How the command reaches the cache:
     then need elasticache:Connect on the cache and its user). On AWS the cache is in isolated
     subnets, reachable only from its VPC through the cache client security group: the stack
     puts nothing there for operators but the cache-admin function.`;
+}
 
 /** What --direct needs (its missing-variables and connection errors). */
 export const DIRECT_HELP = `--direct needs REDIS_URL, or CACHE_HOST, CACHE_PORT, CACHE_TLS, CACHE_AUTH=iam, CACHE_NAME,

@@ -8,13 +8,14 @@
  * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
  * AWS APIs (the same rules, see lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1
  * (CommandFailedError) when an error-level rule fails, 2 when the input cannot be read (with
- * --json, the error is also printed as JSON on stdout). The work is in lib/ops/audit.ts, loaded
- * when the command runs.
+ * --json or --format json, the CLI prints the error as JSON on stdout). The work is in
+ * lib/ops/audit.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
 import type { ChecklistItem } from '../../infra/audit/checklist';
 import {
+  answersInJson,
   CommandFailedError,
   configFree,
   UsageError,
@@ -104,18 +105,11 @@ export const register: RegisterCommand = (program, context) => {
     .addHelpText('after', AUDIT_EXIT_CODES)
     .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
       // With globals: `tenang audit --json` hands --json to the program's own option.
-      const raw = cmd.optsWithGlobals();
-      const format = auditFormat({ json: raw.json === true, ...pick(raw) });
-      const ctx = context();
-      try {
-        await runAndPrint(parseAuditOptions(raw, positional), ctx);
-      } catch (error) {
-        // A refused input still answers in JSON on stdout: a pipeline reading it sees why.
-        if (format === 'json' && error instanceof UsageError)
-          ctx.out(JSON.stringify({ error: { kind: 'usage', message: error.message } }, null, 2));
-        throw error;
-      }
+      await runAndPrint(parseAuditOptions(cmd.optsWithGlobals(), positional), context());
     });
+  // --format json answers in JSON as --json does: a refused input is then a JSON error object on
+  // stdout (the CLI's error funnel prints it), so a pipeline reading it sees why.
+  answersInJson(audit, (options) => options.format === 'json');
   // A given template is audited alone, with the declaration it carries; in a CDK app's directory
   // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
   configFree(
@@ -126,12 +120,6 @@ export const register: RegisterCommand = (program, context) => {
       (options.live !== true && appDirectory() !== undefined),
   );
 };
-
-/** The --format value when it is one of the formats (parseAuditOptions reports a wrong one). */
-function pick(raw: Record<string, unknown>): { format?: (typeof AUDIT_FORMATS)[number] } {
-  const format = AUDIT_FORMATS.find((f) => f === raw.format);
-  return format === undefined ? {} : { format };
-}
 
 /** Runs the audit, prints it in its format, and fails the command on an error-level failure. */
 async function runAndPrint(options: AuditOptions, ctx: CliContext): Promise<void> {

@@ -41,7 +41,7 @@ import {
 } from '../cache/audit';
 import { cacheAdminFunctionName, runInvoked } from '../cache/invoke';
 import { entityOfStageKey } from '../cache/keys';
-import { CONNECTION_HELP, flushWarning } from '../cache/messages';
+import { connectionHelp, flushWarning } from '../cache/messages';
 import { bumpVersionPlan, SCHEMA_VERSION_FILE } from '../cache/version-bump';
 import { CountSchema, nonEmpty, parseOptions } from '../options';
 
@@ -295,7 +295,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
   const cache = program
     .command('cache')
     .description("Invalidate the stage's order cache selectively, or flush it (guarded)")
-    .addHelpText('after', `\n${CONNECTION_HELP}`);
+    .addHelpText('after', () => `\n${connectionHelp()}`);
 
   cache
     .command('invalidate')
@@ -312,7 +312,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
     .option('--audit-log <file>', 'JSON-lines audit trail (default ./tenang-audit/cache-<timestamp>.jsonl)')
     .addHelpText(
       'after',
-      `
+      () => `
 Choose exactly one of --key, --entity, --prefix, --bump-version.
 
 --key and --entity read the entity's current version from the orders table (strongly consistent)
@@ -325,7 +325,7 @@ keyspace is refused (that is \`cache flush\`). Progress: the function's log (std
 --bump-version writes nothing: the schema version is a code constant (CACHE_SCHEMA_VERSION in
 ${SCHEMA_VERSION_FILE}); it prints what to change and deploy, and what happens to the old keys.
 
-${CONNECTION_HELP}
+${connectionHelp()}
 
 Examples:
   $ tenang --stage prod cache invalidate --entity order:123
@@ -375,7 +375,7 @@ Examples:
     .option('--audit-log <file>', 'JSON-lines audit trail (default ./tenang-audit/cache-<timestamp>.jsonl)')
     .addHelpText(
       'after',
-      `
+      () => `
 A full flush sends every read to DynamoDB at once. Prefer \`cache invalidate --entity\` or
 \`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: order:<id> or
 full keys) are first loaded from the orders table and written with the version-checked write,
@@ -383,7 +383,7 @@ then every cached value under tenang:<stage>: (all schema versions) is evicted w
 the warmed hot keys. Tombstones and locks stay; FLUSHALL/FLUSHDB are never used, since one Redis
 may serve several stages. --dry-run needs no --yes-i-know and writes nothing.
 
-${CONNECTION_HELP}
+${connectionHelp()}
 
 Examples:
   $ tenang --stage prod cache flush --dry-run

@@ -12,6 +12,7 @@ import { Command } from 'commander';
 import type { ChecklistItem } from '../../../../lib/infra/audit/checklist';
 import { auditTemplate, auditTemplates } from '../../../../lib/infra/audit/template-audit';
 import { readCloudAssembly, readTemplateText } from '../../../../lib/infra/audit/template-input';
+import { runCaptured } from '../../../../bin/tenang';
 import { TemplateFormatError, parseTemplateText } from '../../../../lib/infra/audit/template-text';
 import { runAudit, type AuditResult } from '../../../../lib/ops/audit';
 import { renderMarkdown, renderSarif } from '../../../../lib/ops/audit-report';
@@ -426,14 +427,13 @@ describe('Command: audit (formats)', () => {
     const dir = tmpDir();
     const file = path.join(dir, 'template.yaml');
     fs.writeFileSync(file, 'Resources: {\n');
-    const out: string[] = [];
 
-    // Act
-    const run = audit(templateContext(out), file, '--json');
+    // Act: through the CLI's entry point, whose error funnel prints the JSON error.
+    const run = await runCaptured(['audit', file, '--json']);
 
     // Assess
-    await expect(run).rejects.toThrow(UsageError);
-    const printed = JSON.parse(out.join('\n')) as { error: { kind: string; message: string } };
+    expect(run.code).toBe(2);
+    const printed = JSON.parse(run.out) as { error: { kind: string; message: string } };
     expect(printed.error.kind).toBe('usage');
     expect(printed.error.message).toContain('template.yaml is not a JSON or YAML template');
   });
