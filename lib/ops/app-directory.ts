@@ -1,7 +1,9 @@
 /**
- * Whether the CLI runs in a CDK app's directory (a team's app that installed tenang, or tenang's
- * own checkout): `tenang audit` there synthesizes the app offline instead of reading the deployed
- * stack. Kept apart from lib/ops/audit.ts, which loads aws-cdk-lib: the command asks before it runs.
+ * Whether the CLI runs in a team's CDK app directory (an app that installed tenang): `tenang audit`
+ * there synthesizes the app offline instead of reading the deployed stack. tenang's own checkout
+ * has a cdk.json too, but keeps its own audit (the declaration's stack from TENANG_PIPELINE or the
+ * deployed template, which the drills' runbook steps audit). Kept apart from lib/ops/audit.ts,
+ * which loads aws-cdk-lib: the command asks before it runs.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -9,7 +11,24 @@ import * as path from 'node:path';
 /** The CDK CLI's project file: its `app` is the command that synthesizes the app, its `context` the app's context. */
 export const CDK_PROJECT_FILE = 'cdk.json';
 
-/** `dir` when it holds a cdk.json, else undefined. */
+/** The name in the nearest package.json at or above `dir`, or undefined. */
+function nearestPackageName(dir: string): string | undefined {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    const file = path.join(current, 'package.json');
+    if (fs.existsSync(file)) {
+      try {
+        const name = (JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: unknown }).name;
+        return typeof name === 'string' ? name : undefined;
+      } catch {
+        return undefined; // an unreadable package.json names no project, so not tenang's
+      }
+    }
+    if (path.dirname(current) === current) return undefined;
+  }
+}
+
+/** `dir` when it holds a cdk.json and is not inside tenang's own checkout, else undefined. */
 export function appDirectory(dir: string = process.cwd()): string | undefined {
-  return fs.existsSync(path.join(dir, CDK_PROJECT_FILE)) ? path.resolve(dir) : undefined;
+  if (!fs.existsSync(path.join(dir, CDK_PROJECT_FILE))) return undefined;
+  return nearestPackageName(dir) === 'tenang' ? undefined : path.resolve(dir);
 }

@@ -176,6 +176,10 @@ describe('Function: runAudit (in an app directory)', () => {
     const appDir = fs.mkdtempSync(path.join(ROOT, '.tenang', 'audit-app-'));
     const tsx = path.join(ROOT, 'node_modules', '.bin', 'tsx');
     fs.writeFileSync(
+      path.join(appDir, 'package.json'),
+      JSON.stringify({ name: 'my-pipeline', private: true }),
+    );
+    fs.writeFileSync(
       path.join(appDir, 'cdk.json'),
       JSON.stringify({
         app: `${tsx} --tsconfig ${path.join(ROOT, 'tsconfig.json')} ${path.join(REFERENCE_APP_DIR, 'app.ts')}`,
@@ -215,4 +219,29 @@ describe('Function: runAudit (in an app directory)', () => {
       fs.rmSync(appDir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it("when run in tenang's own checkout, it keeps the checkout's audit: the declaration from the context", () => {
+    // Prepare: the checkout has a cdk.json, but is no team's app.
+    const ctx = {
+      stage: 'dev',
+      region: REGION,
+      get config(): never {
+        throw new CommandFailedError('no pipeline config for stage "dev"');
+      },
+      stackName: 'tenang-dev',
+      get clients(): never {
+        throw new Error('the audit must not call AWS');
+      },
+      out: () => undefined,
+      err: () => undefined,
+      now: () => new Date('2026-01-01T00:00:00Z'),
+      actor: 'test',
+    } satisfies CliContext;
+
+    // Act
+    const act = (): unknown => runAudit({}, ctx, undefined, ROOT);
+
+    // Assess: it asked for the declaration instead of synthesizing the checkout's cdk.json app.
+    expect(act).toThrow('no pipeline config for stage "dev"');
+  });
 });
