@@ -76,8 +76,14 @@ export const duplicates: Drill = {
     const charges = orders.map((o) => ledgerEntriesFor(ctx, 'payment', o.orderId));
     const refused = answers.filter((s) => s !== 202 && s !== 409);
     const auditItems = (
-      JSON.parse(audit.out) as { items: { featureId?: string; status?: string; passed?: boolean }[] }
+      JSON.parse(audit.out) as {
+        items: { ruleId?: string; featureId?: string; status?: string; why?: string }[];
+      }
     ).items;
+    // What failed, so that a failing check carries its evidence.
+    const failedRules = auditItems
+      .filter((i) => i.status === 'fail')
+      .map((i) => `${i.ruleId ?? i.featureId ?? '?'}${i.why === undefined ? '' : ` (${i.why})`}`);
     const idempotencyRules = auditItems.filter((i) =>
       ['D1', 'D2', 'D3', 'I1', 'I2'].includes(i.featureId ?? ''),
     );
@@ -96,7 +102,9 @@ export const duplicates: Drill = {
       ctx.check(
         'audit passes the idempotency rules',
         audit.code === 0 && idempotencyRules.length > 0,
-        `audit exited ${audit.code}; ${idempotencyRules.length} idempotency rule(s) checked`,
+        `audit exited ${audit.code}; ${idempotencyRules.length} idempotency rule(s) checked${
+          failedRules.length === 0 ? '' : `; failed: ${failedRules.join('; ')}`
+        }${audit.code !== 0 && audit.err.trim() !== '' ? `; stderr: ${audit.err.trim().slice(0, 600)}` : ''}`,
       ),
     ];
   },

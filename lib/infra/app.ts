@@ -1,16 +1,14 @@
 /** Builds the CDK app: the pipeline stack for the selected stage, with cdk-nag packs attached. */
 import { App, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
-import {
-  PipelineConfigError,
-  type PipelineConfig,
-  type PipelineDeclaration,
-  type PipelineInput,
-} from '../config';
+import { PipelineConfigError, type PipelineConfig, type PipelineDeclaration } from '../config';
+import { withAlarmEmail } from '../config/alarm-email';
 import { TenangChecks } from './audit/tenang-checks';
 import { PipelineStack } from './pipeline-stack';
 import { stackName } from './stack-name';
 import { ALARM_EMAIL_CONTEXT_KEY, STAGE_CONTEXT_KEY, targetTraits } from './target';
+
+export { withAlarmEmail };
 
 /** Default region when neither the config nor the CDK environment names one. */
 export const DEFAULT_REGION = 'us-east-1';
@@ -22,20 +20,6 @@ export interface BuiltApp {
   readonly app: App;
   readonly stack: PipelineStack;
   readonly config: PipelineConfig;
-}
-
-/**
- * The declaration with the e-mail given as CDK context (`-c tenang:alarmEmail=…`) added to its
- * alarm subscribers; it replaces a `{ none }`, since someone is now told. The config loader
- * validates the address with the rest.
- */
-export function withAlarmEmail(declaration: PipelineInput, email: unknown): PipelineInput {
-  if (email === undefined || email === '') return declaration;
-  if (typeof email !== 'string') throw new Error(`CDK context ${ALARM_EMAIL_CONTEXT_KEY} must be a string`);
-  const topic = declaration.stage.alarmTopic;
-  const declared = Array.isArray(topic.deliverTo) ? (topic.deliverTo as readonly unknown[]) : [];
-  const deliverTo = [...declared, { email }] as typeof topic.deliverTo;
-  return { ...declaration, stage: { ...declaration.stage, alarmTopic: { ...topic, deliverTo } } };
 }
 
 /**

@@ -11,11 +11,7 @@ export type DeployTarget = 'aws' | 'emulator';
 export const TARGET_CONTEXT_KEY = 'tenang:target';
 /** CDK context key that selects the stage. */
 export const STAGE_CONTEXT_KEY = 'tenang:stage';
-/**
- * CDK context key that adds one e-mail subscriber to the stage's alarms, on top of the
- * declaration's `stage.alarmTopic.deliverTo`: `cdk deploy -c tenang:alarmEmail=you@example.com`.
- */
-export const ALARM_EMAIL_CONTEXT_KEY = 'tenang:alarmEmail';
+export { ALARM_EMAIL_CONTEXT_KEY } from '../config/alarm-email';
 
 /** What changes when the target is the emulator. */
 export interface TargetTraits {

@@ -13,3 +13,11 @@ export function uniqueName(prefix: string): string {
   counter += 1;
   return `${prefix}-${RUN_ID}-${counter}`;
 }
+
+/**
+ * The e-mail subscriber the platform adds to every stage's alarms (`-c tenang:alarmEmail`), on top
+ * of the declaration's: the app synthesizes without one of its own, and the platform has a
+ * subscriber it can confirm. Like any e-mail subscription it stays PendingConfirmation until
+ * confirmed (LocalPlatform.confirmSubscriptions); no mail is sent.
+ */
+export const LOCAL_ALARM_EMAIL = 'alarms@tenang.localhost';

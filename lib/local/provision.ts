@@ -17,6 +17,7 @@ import { readTemplate, type ResolveContext } from './template';
 import { stackName } from '../infra/app';
 import { ALARM_EMAIL_CONTEXT_KEY, STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
 import { synthCacheEnabled, synthKey, withSynthCache } from './synth-cache';
+import { LOCAL_ALARM_EMAIL } from './names';
 
 /** Raised when a cdk step fails; carries the tail of its output. */
 export class ProvisionError extends Error {
@@ -96,13 +97,7 @@ function runCdk(projectRoot: string, args: string[], env: Readonly<Record<string
   });
 }
 
-/**
- * The e-mail subscriber the platform adds to every stage's alarms (`-c tenang:alarmEmail`), on top
- * of the declaration's: the app synthesizes without one of its own, and the platform has a
- * subscriber it can confirm. Like any e-mail subscription it stays PendingConfirmation until
- * confirmed (LocalPlatform.confirmSubscriptions); no mail is sent.
- */
-export const LOCAL_ALARM_EMAIL = 'alarms@tenang.localhost';
+export { LOCAL_ALARM_EMAIL } from './names';
 
 /** Synthesizes for the emulator, bootstraps its environment and deploys; re-running changes nothing. */
 export async function provisionIntoEmulator(opts: ProvisionOptions): Promise<Provisioned> {

@@ -1,5 +1,5 @@
-import { withAlarmEmail } from '../../../lib/infra/app';
-import { pipelineInput, stageInput } from '../config/builders';
+import { withAlarmEmail } from '../../../lib/config/alarm-email';
+import { pipelineInput, stageInput } from './builders';
 
 describe('Function: withAlarmEmail', () => {
   const declared = (deliverTo?: unknown) =>
@@ -32,6 +32,17 @@ describe('Function: withAlarmEmail', () => {
   it('when the declaration says no one is told, the given e-mail replaces the { none }', () => {
     // Act
     const result = withAlarmEmail(declared({ none: 'scratch stage' }), 'me@example.com');
+
+    // Assess
+    expect(result.stage.alarmTopic.deliverTo).toEqual([{ email: 'me@example.com' }]);
+  });
+
+  it('when the e-mail is already a subscriber, it is not added twice (CDK refuses a second subscription of one address)', () => {
+    // Prepare
+    const input = declared([{ email: 'me@example.com' }]);
+
+    // Act
+    const result = withAlarmEmail(withAlarmEmail(input, 'me@example.com'), 'me@example.com');
 
     // Assess
     expect(result.stage.alarmTopic.deliverTo).toEqual([{ email: 'me@example.com' }]);
