@@ -8,19 +8,12 @@
  *                         write its report (`npm start -- --scenario smoke --duration 30 --rate 2`)
  */
 import { spawn } from 'node:child_process';
-import { constants } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import { LocalEnvError, startLocalEnv, type LocalEnv } from '../lib/local/env';
 import { ProvisionError } from '../lib/local/provision';
 import { SCENARIOS, ScenarioOptionsError } from '../lib/local/scenario';
-import {
-  printDeployment,
-  renderOperatorEnvironment,
-  shellQuote,
-  startLocalPipeline,
-  UP_SKUS,
-  upLocalPipeline,
-} from '../lib/local/start';
+import { localStart, localUp, signalExitCode, type LocalRunIo } from '../lib/local/local-commands';
+import { shellQuote } from '../lib/local/start';
 
 /** The command given to `run` could not be found. */
 class CommandNotFoundError extends Error {
@@ -47,54 +40,6 @@ async function upEnvOnly(): Promise<number> {
   clearInterval(keepAlive);
   log(env.started.length > 0 ? `stopping ${env.started.join(', ')}` : 'nothing to stop');
   await env.stop();
-  return 0;
-}
-
-/**
- * `up`: deploy the pipeline on the local platform, print what another shell exports to operate
- * it, run until SIGINT/SIGTERM, then stop every function instance, server and emulator started.
- * A signal before it is up ends the process at once (the exit hook kills the servers started).
- */
-async function up(opts: { stage: string; quiet?: boolean }): Promise<number> {
-  const short = (fn: string): string => fn.replace(`tenang-${opts.stage}-`, '');
-  const running = await upLocalPipeline({
-    stage: opts.stage,
-    log,
-    // Like `sam local start-api`: the functions' log lines on the terminal, without the EMF metrics.
-    onFunctionOutput:
-      opts.quiet === true
-        ? undefined
-        : (line, fn) => {
-            if (!line.includes('"_aws":')) process.stderr.write(`[${short(fn)}] ${line}\n`);
-          },
-  });
-  let received: NodeJS.Signals | undefined;
-  const stopped = untilSignal().then((signal) => (received = signal));
-  try {
-    const { platform } = running;
-    await printDeployment(platform, (text) => process.stdout.write(text));
-    const origin = (name: string): string =>
-      platform.env.started.includes(name) ? 'started here' : 'reused';
-    process.stdout.write(
-      renderOperatorEnvironment(running.environment, {
-        routes: platform.deployment.routes,
-        notes: [
-          `AWS endpoint: ${platform.env.endpoint} (moto, ${origin('moto')}), region ${platform.env.region}; Lambda API: ${platform.control.url} (the local control plane)`,
-          `Redis: ${platform.env.redisUrl} (${running.redis === undefined ? 'REDIS_URL, not ours' : `started here, pid ${running.redis.pid ?? '?'}`}); stock of ${UP_SKUS.join(', ')} seeded`,
-          `HTTP API: ${platform.api.url} (IAM authorization is not checked locally)`,
-        ],
-      }),
-    );
-    log(`ready: stage ${opts.stage} runs on the local platform; press Ctrl-C to stop`);
-    await stopped;
-    log('stopping every function, poller and server this run started…');
-  } finally {
-    // A second signal while stopping ends the process at once; a stop that hangs still ends.
-    onSignal = (signal) => process.exit(signalExitCode(signal));
-    setTimeout(() => process.exit(signalExitCode(received ?? 'SIGTERM')), STOP_DEADLINE_MS).unref();
-    await running.stop();
-  }
-  log('stopped');
   return 0;
 }
 
@@ -140,50 +85,24 @@ function describeEnv(env: LocalEnv): string {
   ].join('\n');
 }
 
-/** `start`: deploy, run the scenario, report; the first Ctrl-C stops it cleanly, a second one at once. */
-async function start(opts: {
-  stage: string;
-  scenario: string;
-  duration?: number;
-  rate?: number;
-}): Promise<number> {
-  const controller = new AbortController();
-  let interruptedBy: NodeJS.Signals | undefined;
-  onSignal = (signal) => {
-    if (interruptedBy !== undefined) process.exit(signalExitCode(signal));
-    interruptedBy = signal;
-    log(`${signal}: stopping everything this run started (again to force)…`);
-    controller.abort();
-    // A stop that hangs still ends; the exit hook kills the servers started here.
-    setTimeout(() => process.exit(signalExitCode(signal)), STOP_DEADLINE_MS).unref();
-  };
-  const outcome = await startLocalPipeline({
-    stage: opts.stage,
-    scenario: opts.scenario,
-    durationSeconds: opts.duration,
-    ratePerSecond: opts.rate,
-    log,
-    out: (text) => process.stdout.write(text),
-    tty: process.stdout.isTTY === true,
-    columns: process.stdout.columns,
-    signal: controller.signal,
-  });
-  if (outcome.interrupted || interruptedBy !== undefined) return signalExitCode(interruptedBy ?? 'SIGINT');
-  return outcome.report?.ok === true ? 0 : 1;
-}
-
-/** How long a Ctrl-C'd run may take to stop before the process exits anyway. */
-const STOP_DEADLINE_MS = 30_000;
+/** The process as the shared runs (lib/local/local-commands.ts) see it. */
+const runIo: LocalRunIo = {
+  out: (text) => process.stdout.write(text),
+  log,
+  err: (line) => process.stderr.write(`${line}\n`),
+  onSignal: (handler) => {
+    onSignal = handler;
+  },
+  exit: (code) => process.exit(code),
+  tty: process.stdout.isTTY === true,
+  columns: process.stdout.columns,
+};
 
 /** Parses a positive number option. */
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
   return n;
-}
-
-function signalExitCode(signal: NodeJS.Signals): number {
-  return 128 + (constants.signals[signal] ?? 0);
 }
 
 /** The one error funnel: a message and an exit code for every failure. */
@@ -222,7 +141,7 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--quiet', "don't print the functions' log lines")
     .option('--env-only', 'only moto and Redis, nothing deployed (what `run` gives a command)')
     .action(async (opts: { stage: string; quiet?: boolean; envOnly?: boolean }) => {
-      exitCode = opts.envOnly === true ? await upEnvOnly() : await up(opts);
+      exitCode = opts.envOnly === true ? await upEnvOnly() : await localUp(opts, runIo);
     });
   program
     .command('run')
@@ -243,7 +162,7 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--duration <seconds>', "seconds of traffic (default: the scenario's)", positiveNumber)
     .option('--rate <payments/s>', "payments per second (default: the scenario's)", positiveNumber)
     .action(async (opts: { stage: string; scenario: string; duration?: number; rate?: number }) => {
-      exitCode = await start(opts);
+      exitCode = await localStart(opts, runIo);
     });
   await program.parseAsync(argv);
   return exitCode;

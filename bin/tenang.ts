@@ -6,6 +6,7 @@
  * same report is also one JSON object on stdout. Only this file calls process.exit; tests drive
  * `run(argv, io)` and get the exit code back.
  */
+import { constants } from 'node:os';
 import * as readline from 'node:readline/promises';
 import { Command, CommanderError, Option } from 'commander';
 import {
@@ -39,7 +40,31 @@ import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
 import { register as registerCache } from '../lib/ops/commands/cache';
+import { localCommand, type LocalRunner } from '../lib/ops/commands/local';
 import { drillCommand } from '../lib/drills/command';
+
+/**
+ * `tenang local`'s runs on this process: its streams, its signals (routed to the run, which stops
+ * what it started) and process.exit for a second Ctrl-C. Loaded when a run starts: the CLI's other
+ * commands never load the emulator, and lib/ops never imports lib/local.
+ */
+const runLocal: LocalRunner = async (request) => {
+  const { runLocalForCli } = await import('../lib/local/local-commands');
+  let onSignal: (signal: NodeJS.Signals) => void = (signal) =>
+    process.exit(128 + (constants.signals[signal] ?? 0));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => onSignal(signal));
+  return runLocalForCli(request, {
+    out: (text) => process.stdout.write(text),
+    log: (line) => process.stderr.write(`[local] ${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    onSignal: (handler) => {
+      onSignal = handler;
+    },
+    exit: (code) => process.exit(code),
+    tty: process.stdout.isTTY === true,
+    columns: process.stdout.columns,
+  });
+};
 
 /** Every command module, in help order. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -52,6 +77,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerPreflight,
   registerLock,
   registerCache,
+  localCommand(runLocal),
   // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
   drillCommand((argv, env) => runCaptured(argv, { env })),
 ];

@@ -2,10 +2,14 @@
  * `tenang drill`'s work (lib/drills/command.ts is the command): starts a local platform of its
  * own (its own moto on a free port, the local Redis), runs the drills on it through the CLI it is
  * handed, and stops what it started. It never uses the AWS account or endpoint of the
- * environment: a drill is an exercise, not an incident.
+ * environment: a drill is an exercise, not an incident. The platform deploys the app of the working
+ * directory (its nearest cdk.json: a team's app, or tenang's checkout), never the copy of tenang
+ * in node_modules, and writes its assembly and synth cache to that app's .tenang/.
  */
 import { LocalPlatform } from '../local/platform';
 import { freePort } from '../local/ports';
+import { asCliError } from '../local/local-commands';
+import { localAppDirectory } from '../local/project';
 import { UsageError } from '../ops/cli-context';
 import { runDrill, type DrillResult, type RunDrillOptions } from './drill';
 import { drillNamed } from './index';
@@ -20,6 +24,8 @@ export async function runDrillsLocally(
     readonly cli: RunDrillOptions['cli'];
     /** `--job-type`. @default each drill's own */
     readonly jobType?: string;
+    /** The app the platform deploys. @default the nearest cdk.json at or above the working directory */
+    readonly projectRoot?: string;
   },
 ): Promise<DrillResult[]> {
   const savedEndpoint = process.env.AWS_ENDPOINT_URL;
@@ -33,6 +39,7 @@ export async function runDrillsLocally(
   try {
     platform = await LocalPlatform.start({
       stage: opts.stage,
+      projectRoot: opts.projectRoot ?? localAppDirectory(),
       log: (line) => opts.progress(`platform: ${line}`),
       reconcileEveryMs: 5_000,
     });
@@ -51,6 +58,9 @@ export async function runDrillsLocally(
       );
     }
     return results;
+  } catch (error) {
+    // A missing cdk, moto or redis-server, a failed cdk step: the CLI's message, not a trace.
+    throw asCliError(error);
   } finally {
     await platform?.stop();
     if (savedEndpoint === undefined) delete process.env.AWS_ENDPOINT_URL;

@@ -4,6 +4,7 @@ import { LocalEnvError } from './errors';
 import { pollUntil } from './poll';
 import { isMoto, isSerializedMoto, MOTO_PROBE_PATH, pingRedis, probeHttp } from './probes';
 import { findMotoPython } from './python';
+import { findAppDirectory } from './project';
 
 export { LocalEnvError } from './errors';
 
@@ -31,7 +32,7 @@ export interface LocalEnvOptions {
   readonly readinessDeadlineMs?: number;
   /** Progress messages (what was reused, what was started). @default - discarded */
   readonly log?: (line: string) => void;
-  /** Project root holding `.venv`. @default - the repository this file belongs to */
+  /** Project root holding `.venv`. @default - the app of the working directory (its nearest cdk.json), else the working directory */
   readonly projectRoot?: string;
   /** Python command that runs moto. @default - `<projectRoot>/.venv/bin/python` if present, else `python3` */
   readonly python?: string;
@@ -107,8 +108,8 @@ function resolveSettings(options: LocalEnvOptions): Settings {
     redisPort: options.redisPort ?? DEFAULT_REDIS_PORT,
     deadlineMs: options.readinessDeadlineMs ?? 30_000,
     log: options.log ?? (() => undefined),
-    // lib/local/env.ts → repository root
-    projectRoot: options.projectRoot ?? path.resolve(__dirname, '..', '..'),
+    // The app's directory, never tenang's own: in an app, that is node_modules/tenang.
+    projectRoot: options.projectRoot ?? findAppDirectory() ?? process.cwd(),
     python: options.python,
     redisServer: options.redisServer ?? 'redis-server',
     installMoto: options.installMoto ?? true,
@@ -144,7 +145,7 @@ async function provideAws(settings: Settings, children: ChildServer[]): Promise<
         ? `AWS: reusing moto on port ${port}`
         : `AWS: reusing a stock moto on port ${port}; its concurrent DynamoDB conditional writes and ` +
             `cancelled transactions are not atomic (README, "Known emulator issues"): stop it and let ` +
-            `tenang start its own, or start it with python3 lib/local/moto_server.py -H 127.0.0.1 -p ${port}`,
+            `tenang start its own, or start it with python3 ${MOTO_LAUNCHER} -H 127.0.0.1 -p ${port}`,
     );
     return local;
   }

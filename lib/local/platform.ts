@@ -26,6 +26,7 @@ import { startLocalHttpApi, type LocalHttpApi } from './http-api';
 import { DEFAULT_ACCOUNT_CONCURRENCY, startLambdaControl, type LambdaControl } from './lambda-control';
 import { LocalEnvError } from './errors';
 import { provisionIntoEmulator, type Provisioned } from './provision';
+import { localAppDirectory } from './project';
 import { SqsEventSource } from './sqs-event-source';
 import { StreamEventSource } from './stream-event-source';
 import { IamAuthorizer, type LocalCredentials } from './iam/authorizer';
@@ -119,7 +120,7 @@ export interface PlatformOptions {
   readonly onMessagesDeleted?: (functionName: string, messageIds: readonly string[]) => void;
   /** How often the flag reconciler runs without a flag change, ms (AWS: every minute). @default 10000 */
   readonly reconcileEveryMs?: number;
-  /** @default the repository root */
+  /** The app to deploy (its cdk.json's directory). @default the nearest cdk.json at or above the working directory */
   readonly projectRoot?: string;
   /**
    * Alarm evaluation timing (short periods for scenarios; `now` a clock that runs faster than
@@ -195,7 +196,7 @@ export class LocalPlatform {
 
   /** Brings everything up; stop() undoes it. */
   public static async start(opts: PlatformOptions): Promise<LocalPlatform> {
-    const projectRoot = opts.projectRoot ?? path.resolve(__dirname, '..', '..');
+    const projectRoot = opts.projectRoot ?? localAppDirectory();
     const stage = opts.stage ?? 'dev';
     // Read first: a bad value is refused before anything is started.
     const accountConcurrency = opts.accountConcurrency ?? accountConcurrencyFromEnv();

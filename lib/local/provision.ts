@@ -18,6 +18,7 @@ import { stackName } from '../infra/app';
 import { ALARM_EMAIL_CONTEXT_KEY, STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY } from '../infra/target';
 import { synthCacheEnabled, synthKey, withSynthCache } from './synth-cache';
 import { LOCAL_ALARM_EMAIL } from './names';
+import { cdkCommand } from './project';
 
 /** Raised when a cdk step fails; carries the tail of its output. */
 export class ProvisionError extends Error {
@@ -32,7 +33,7 @@ export class ProvisionError extends Error {
 
 /** Options of provisionIntoEmulator. */
 export interface ProvisionOptions {
-  /** Repository root (where cdk.json is). */
+  /** The app's directory (where its cdk.json is): the assembly and synth cache go to its .tenang/. */
   readonly projectRoot: string;
   /** Environment for the cdk CLI: endpoint, region, credentials. */
   readonly env: Readonly<Record<string, string>>;
@@ -76,7 +77,8 @@ export async function deploymentContext(
 const OUTPUT_TAIL_LINES = 40;
 
 function runCdk(projectRoot: string, args: string[], env: Readonly<Record<string, string>>): Promise<string> {
-  const cdkBin = path.join(projectRoot, 'node_modules', '.bin', 'cdk');
+  // The app's cdk, else tenang's; neither is a LocalEnvError naming the install command.
+  const cdkBin = cdkCommand(projectRoot);
   return new Promise((resolve, reject) => {
     const child = spawn(cdkBin, [...args, '--no-notices'], {
       cwd: projectRoot,

@@ -52,6 +52,7 @@ import {
   type RedeliveryWaitRecord,
   UNPLANNED_DEATH_KIND,
 } from './scenario-deaths';
+import { localAppDirectory } from './project';
 import { ScenarioRedis } from './scenario-redis';
 import { TrafficGenerator } from './traffic';
 
@@ -154,7 +155,9 @@ export interface RunScenarioOptions {
   readonly ratePerSecond?: number;
   /** @default 'dev' */
   readonly stage?: string;
-  /** @default <repository>/reports */
+  /** The app to deploy (its cdk.json's directory). @default the nearest cdk.json at or above the working directory */
+  readonly projectRoot?: string;
+  /** @default <projectRoot>/reports */
   readonly reportsDir?: string;
   /** Progress lines (stderr). */
   readonly log: (line: string) => void;
@@ -333,7 +336,8 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   const { definition, durationSeconds, ratePerSecond } = resolveScenarioOptions(opts);
   const stage = opts.stage ?? 'dev';
   const signal = opts.signal ?? new AbortController().signal;
-  const reportsDir = opts.reportsDir ?? path.resolve(__dirname, '..', '..', 'reports');
+  const projectRoot = opts.projectRoot ?? localAppDirectory();
+  const reportsDir = opts.reportsDir ?? path.join(projectRoot, 'reports');
   const startedAt = new Date();
   const t0 = Date.now();
   const runId = `r${t0.toString(36)}`;
@@ -380,6 +384,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   try {
     platform = await LocalPlatform.start({
       stage,
+      projectRoot,
       log: (line) => {
         deaths.onPlatformLine(line);
         say(line);

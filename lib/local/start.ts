@@ -25,6 +25,8 @@ export interface StartOptions {
   readonly stage?: string;
   /** @default 'default' */
   readonly scenario?: string;
+  /** The app to deploy. @default the nearest cdk.json at or above the working directory */
+  readonly projectRoot?: string;
   /** Seconds of traffic. @default the scenario's */
   readonly durationSeconds?: number;
   /** Payments per second. @default the scenario's */
@@ -92,6 +94,7 @@ export async function startLocalPipeline(opts: StartOptions): Promise<ScenarioOu
     durationSeconds: opts.durationSeconds,
     ratePerSecond: opts.ratePerSecond,
     stage: opts.stage,
+    projectRoot: opts.projectRoot,
     log: opts.log,
     out: opts.out,
     tty: opts.tty,
@@ -184,6 +187,8 @@ async function seedStock(platform: LocalPlatform, log: (line: string) => void): 
 export interface UpOptions {
   /** @default 'dev' */
   readonly stage?: string;
+  /** The app to deploy. @default the nearest cdk.json at or above the working directory */
+  readonly projectRoot?: string;
   /** Progress lines. */
   readonly log: (line: string) => void;
   /** Every line a function prints. @default dropped */
@@ -219,7 +224,12 @@ export async function upLocalPipeline(opts: UpOptions): Promise<RunningLocalPipe
   }
   let platform: LocalPlatform;
   try {
-    platform = await LocalPlatform.start({ stage, log: opts.log, onFunctionOutput: opts.onFunctionOutput });
+    platform = await LocalPlatform.start({
+      stage,
+      projectRoot: opts.projectRoot,
+      log: opts.log,
+      onFunctionOutput: opts.onFunctionOutput,
+    });
   } catch (error) {
     await redis?.stop();
     throw error;
