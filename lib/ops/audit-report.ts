@@ -3,13 +3,29 @@
  * tools: one result per failing or not-checkable finding, at the resource's line) and markdown
  * (a pull-request comment: a summary line, the failures first).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { AuditFinding, ChecklistItem } from '../infra/audit/checklist';
 import type { AuditResult } from './audit';
 
-/** docs/features.md of this checkout: each rule's help is its feature's anchor there. */
-const FEATURES_DOC = pathToFileURL(path.resolve(__dirname, '..', '..', 'docs', 'features.md')).href;
+/**
+ * docs/features.md at tenang's package root, which ships it: each rule's help is its feature's
+ * anchor there. The root is the nearest directory above this module whose package.json is
+ * tenang's, because the module is two levels down in the sources (lib/ops) but three once
+ * compiled (dist/lib/ops), where `../..` would name dist/docs, which does not exist.
+ */
+function featuresDoc(): string {
+  for (let dir = __dirname; path.dirname(dir) !== dir; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (!fs.existsSync(manifest)) continue;
+    const { name } = JSON.parse(fs.readFileSync(manifest, 'utf8')) as { name?: unknown };
+    if (name === 'tenang') return path.join(dir, 'docs', 'features.md');
+  }
+  return path.resolve(__dirname, '..', '..', 'docs', 'features.md');
+}
+
+const FEATURES_DOC = pathToFileURL(featuresDoc()).href;
 
 /** The help link of a rule: docs/features.md#<feature id>. */
 export function ruleHelpUri(featureId: string): string {

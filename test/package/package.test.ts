@@ -3,11 +3,14 @@
  * project, the compiled `tenang` CLI on plain node, the public entry points, and every app under
  * examples/ copied outside the repo with the tarball installed, synthesized clean under the
  * AwsSolutions, Serverless and Tenang packs. Installs use the npm cache that `npm ci` filled.
+ * aws-cdk-lib and constructs are peer dependencies: each project installs them itself, as the
+ * README says, and the package must then use that one copy.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -81,12 +84,33 @@ describe('the tenang package', () => {
     expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
   });
 
-  it('when installed into an empty project, its CLI runs on plain node and its entry points load', () => {
+  it('when packed, it ships its license, its changelog and the feature list the README and the audit link to', () => {
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'CHANGELOG.md', 'docs/features.md']));
+    expect(files.filter((f) => f.startsWith('docs/'))).toEqual(['docs/features.md']);
+  });
+
+  it('when packed, aws-cdk-lib and constructs are peer dependencies, not its own', () => {
+    // Act
+    const manifest = JSON.parse(sh('tar', ['-xOzf', tarball, 'package/package.json'], work)) as {
+      dependencies: Record<string, string>;
+      peerDependencies?: Record<string, string>;
+    };
+
+    // Assess
+    expect(manifest.peerDependencies).toEqual({
+      'aws-cdk-lib': expect.stringMatching(/^\^2\./),
+      constructs: expect.stringMatching(/^\^10\./),
+    });
+    expect(manifest.dependencies).not.toHaveProperty(['aws-cdk-lib']);
+    expect(manifest.dependencies).not.toHaveProperty(['constructs']);
+  });
+
+  it('when installed into an empty project with its peers, its CLI runs on plain node and its entry points load', () => {
     // Prepare
     const app = path.join(work, 'empty');
     fs.mkdirSync(app);
     fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'empty', private: true }));
-    install(app, [tarball]);
+    install(app, [tarball, 'aws-cdk-lib', 'constructs']);
 
     // Act
     const help = sh(
@@ -116,6 +140,17 @@ describe('the tenang package', () => {
       capture: 'function',
     });
     expect(fs.existsSync(path.join(app, 'node_modules', '.bin', 'tenang'))).toBe(true);
+    // One copy of each peer: the app's, also where tenang and cdk-nag look for it.
+    const appModules = fs.realpathSync(path.join(app, 'node_modules'));
+    const resolvedFrom = (dir: string, name: string): string =>
+      fs.realpathSync(require.resolve(`${name}/package.json`, { paths: [dir] }));
+    for (const peer of ['aws-cdk-lib', 'constructs']) {
+      const own = path.join(appModules, peer, 'package.json');
+      expect(resolvedFrom(path.join(appModules, 'tenang'), peer)).toBe(own);
+      expect(resolvedFrom(path.dirname(resolvedFrom(path.join(appModules, 'tenang'), 'cdk-nag')), peer)).toBe(
+        own,
+      );
+    }
   });
 
   const examples = fs
@@ -183,9 +218,20 @@ describe('the tenang package', () => {
             CDK_DISABLE_CLI_TELEMETRY: 'true',
           },
         ),
-      ) as { version: string; runs: { results: { level: string }[] }[] };
+      ) as {
+        version: string;
+        runs: { tool: { driver: { rules: { helpUri: string }[] } }; results: { level: string }[] }[];
+      };
       expect(sarif.version).toBe('2.1.0');
       expect(sarif.runs[0]?.results.filter((r) => r.level === 'error')).toEqual([]);
+      // A rule's help is the features page the installed package ships, not a path in tenang's checkout.
+      const helpFiles = new Set(
+        sarif.runs[0]?.tool.driver.rules.map((r) => fileURLToPath(r.helpUri.split('#')[0] ?? '')),
+      );
+      expect([...helpFiles]).toEqual([
+        path.join(fs.realpathSync(path.join(app, 'node_modules', 'tenang')), 'docs', 'features.md'),
+      ]);
+      for (const file of helpFiles) expect(fs.existsSync(file)).toBe(true);
     },
   );
 });
