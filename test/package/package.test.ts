@@ -2,7 +2,9 @@
  * tenang as a user gets it: `npm pack` (which builds dist/), the tarball installed into an empty
  * project, the compiled `tenang` CLI on plain node, the public entry points, and every app under
  * examples/ copied outside the repo with the tarball installed, synthesized clean under the
- * AwsSolutions, Serverless and Tenang packs. Installs use the npm cache that `npm ci` filled.
+ * AwsSolutions, Serverless and Tenang packs, and the reference example's `tenang local start` run from
+ * its own directory (the runtime files shipped, the app's cdk, everything written into the app).
+ * Installs use the npm cache that `npm ci` filled.
  * aws-cdk-lib and constructs are peer dependencies: each project installs them itself, as the
  * README says, and the package must then use that one copy.
  */
@@ -11,6 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../lib/local/ports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -82,6 +85,23 @@ describe('the tenang package', () => {
     expect(files).toContain('lib/api/reference.ts');
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
     expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
+  });
+
+  it('when packed, it ships every file the local platform loads at run time besides its JavaScript', () => {
+    // Loaded by path from dist/lib/local (function-host.js, env.js): tsc emits none of them.
+    const runtime = fs
+      .readdirSync(path.join(ROOT, 'lib', 'local'), { withFileTypes: true, recursive: true })
+      .filter((e) => e.isFile() && /\.(mjs|py)$/.test(e.name))
+      .map((e) => `dist/${path.relative(ROOT, path.join(e.parentPath, e.name))}`);
+    expect(runtime).toEqual(
+      expect.arrayContaining([
+        'dist/lib/local/runtime/lambda-runtime.mjs',
+        'dist/lib/local/moto_server.py',
+        'dist/lib/local/moto_sns.py',
+      ]),
+    );
+    expect(files).toEqual(expect.arrayContaining(runtime));
+    expect(files).toContain('dist/lib/ops/commands/local.js');
   });
 
   it('when packed, it ships its license, its changelog and the feature list the README and the audit link to', () => {
@@ -234,4 +254,32 @@ describe('the tenang package', () => {
       for (const file of helpFiles) expect(fs.existsSync(file)).toBe(true);
     },
   );
+
+  it('when the reference example runs `tenang local start` from its own directory, it deploys that app into moto, runs the smoke scenario and writes only into the app', async () => {
+    // Prepare: the example the previous test installed (it.each above), the app a team would have.
+    const app = path.join(work, 'example-reference');
+    const installed = path.join(app, 'node_modules', 'tenang');
+    if (!fs.existsSync(installed)) throw new Error(`the reference example is not installed in ${app}`);
+    // A moto and a Redis of the run's own: never the shared ones the test lanes point at.
+    const env = { AWS_ENDPOINT_URL: '', REDIS_URL: '', TENANG_MOTO_PORT: String(await freePort()) };
+
+    // Act
+    const out = sh(
+      path.join(app, 'node_modules', '.bin', 'tenang'),
+      ['local', 'start', '--scenario', 'smoke'],
+      app,
+      env,
+    );
+
+    // Assess
+    expect(out).toContain('Scenario smoke: ALL INVARIANTS HOLD');
+    const reports = fs.readdirSync(path.join(app, 'reports')).filter((d) => d.endsWith('-smoke'));
+    expect(reports).toHaveLength(1);
+    expect(fs.existsSync(path.join(app, 'reports', reports[0] ?? '', 'report.json'))).toBe(true);
+    expect(fs.readdirSync(path.join(app, '.tenang', 'synth-cache')).length).toBeGreaterThan(0);
+    // Nothing of the run inside the package: no cache, assembly or report in node_modules/tenang.
+    expect(
+      fs.readdirSync(installed).filter((f) => ['.tenang', 'reports', '.venv', 'cdk.out'].includes(f)),
+    ).toEqual([]);
+  });
 });
