@@ -1,6 +1,6 @@
 /**
  * `tenang drill <name>|all [--json]` and `tenang drill --list` (P2): starts a local platform of
- * its own (its own moto on a free port, the local Redis), creates the drill's incident, runs the
+ * its own for the app of the working directory (its own moto on a free port, the local Redis), creates the drill's incident, runs the
  * runbook's commands through this CLI, checks the outcome and stops what it started. It never
  * uses the AWS account or endpoint of the environment: a drill is an exercise, not an incident.
  * The drills sit above the operator code and the emulator (lib/drills), so this command is
@@ -55,8 +55,9 @@ export const drillCommand =
         'after',
         `
 A drill starts its own local platform (moto on a free port, the local Redis; npm start's
-machinery), so it needs python3 with moto and redis-server, never an AWS account. It takes
-30 s to start plus up to a few minutes per drill. Exit code 1 when a drill fails.
+machinery) for the app of this directory (its nearest cdk.json), so it needs python3 with moto,
+redis-server and the app's cdk (npm install -D aws-cdk), never an AWS account. It takes 30 s to
+start plus up to a few minutes per drill. Exit code 1 when a drill fails.
 
 Examples:
   $ tenang drill --list
