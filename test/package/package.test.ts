@@ -261,7 +261,13 @@ describe('the tenang package', () => {
     const installed = path.join(app, 'node_modules', 'tenang');
     if (!fs.existsSync(installed)) throw new Error(`the reference example is not installed in ${app}`);
     // A moto and a Redis of the run's own: never the shared ones the test lanes point at.
-    const env = { AWS_ENDPOINT_URL: '', REDIS_URL: '', TENANG_MOTO_PORT: String(await freePort()) };
+    // And no TENANG_PIPELINE from the jest setup: the declaration must come from the app itself.
+    const env = {
+      AWS_ENDPOINT_URL: '',
+      REDIS_URL: '',
+      TENANG_MOTO_PORT: String(await freePort()),
+      TENANG_PIPELINE: undefined,
+    };
 
     // Act
     const out = sh(
