@@ -238,8 +238,16 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     );
     writing = false;
     await writer;
-    // Both mappings deliver what was written during the replay.
+    // Both mappings still deliver after the replay: the writes made during it may all be delivered
+    // already, so one more write after the snapshot is what each mapping must deliver.
     const writtenBy = [invalidator.stats.batches, source.stats.batches];
+    const last = await callApi(platform.api.url, 'POST', '/orders', {
+      customerEmail: `replay-load+${runId}-last@example.com`,
+      lines: [{ sku: `${sku}-load`, quantity: 1 }],
+      amountMinor: 500,
+      currency: 'EUR',
+    });
+    created.push(last.status);
     await until(
       () =>
         Promise.resolve(
