@@ -16,8 +16,11 @@ const RUNTIME_RESTRICTED_PATHS = [
   },
 ];
 
-// Layering: bin/ sits on top; under it lib/chaos and lib/drills (exercises on the emulator), then
-// lib/ops and lib/local; then lib/infra; then lib/adapters and lib/config; lib/core at the bottom.
+// Layering: bin/ sits on top; under it lib/drills (exercises on the emulator), then lib/ops and
+// lib/local; then lib/infra and lib/audit; then lib/adapters and lib/config; lib/core at the bottom.
+// What ships is lib/, lambdas/ and bin/tenang.ts; harness/ (chaos, fakes, call counting and
+// capacity, SDK fault injection, the Powertools baseline, the stampede measurement) is what only
+// this repository's tests and benchmarks use: nothing that ships imports it, and it never ships.
 // Import strings are relative, so each rule matches the directory after any number of `../`. A
 // rule blocks static imports (no-restricted-imports) and dynamic ones (no-restricted-syntax on
 // ImportExpression) alike. test/unit/layering.test.ts keeps these rules from vanishing.
@@ -25,6 +28,10 @@ const layerRule = (dirs, message) => ({ regex: `^(\\.\\./)+(${dirs.join('|')})(/
 const LAYER = {
   bin: layerRule(['bin'], 'lib/ never imports bin/: the entry points sit on top (an import cycle).'),
   test: layerRule(['test'], 'No test helpers outside test/: move what is shared into lib/.'),
+  harness: layerRule(
+    ['harness'],
+    'harness/ is test and benchmark code: what ships (lib/, lambdas/, bin/) never imports it.',
+  ),
   local: layerRule(['local'], 'lib/local is the emulator: operator code does not depend on it.'),
   ops: layerRule(['ops'], 'lib/ops (operator code) sits above the CDK constructs and the audit.'),
   upper: layerRule(
@@ -77,11 +84,14 @@ export default tseslint.config(
   },
   // Flat config blocks replace each other's rule for the same file: every block composes its
   // whole list (restrictImports), the more specific blocks come later.
-  { files: ['lib/**/*.ts'], rules: restrictImports(LAYER.bin) },
-  { files: ['lib/ops/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.local) },
-  { files: ['lib/infra/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.ops, LAYER.local) },
-  { files: ['lib/adapters/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.upper) },
-  { files: ['lib/chaos/**/*.ts', 'lib/drills/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.test) },
+  { files: ['lib/**/*.ts', 'lambdas/**/*.ts', 'bin/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test) },
+  { files: ['lib/ops/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.local) },
+  {
+    files: ['lib/infra/**/*.ts', 'lib/audit/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.ops, LAYER.local),
+  },
+  { files: ['lib/adapters/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.upper) },
+  { files: ['harness/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.test) },
   { files: ['bench/**/*.ts'], rules: restrictImports(LAYER.test) },
   {
     // The examples are apps built on the published package: its entry points only, as a user's

@@ -64,7 +64,7 @@ module.exports = {
       globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
     },
     {
-      // The chaos suite (lib/chaos): every fault configuration on three local platforms side by side
+      // The chaos suite (harness/chaos): every fault configuration on three local platforms side by side
       // (~6–7 min). In `npm test`; alone with `npm run test:chaos`; CHAOS_SEED replays a failure.
       ...base,
       displayName: 'chaos',

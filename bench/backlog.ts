@@ -1,5 +1,5 @@
 /**
- * Bench section `backlog`: the backlog experiment (lib/chaos/backlog-experiment.ts) at bench
+ * Bench section `backlog`: the backlog experiment (harness/chaos/backlog-experiment.ts) at bench
  * size on a platform of its own. Reports how long the oldest-age alarm took to fire and clear,
  * how long the backlog took to drain, and the latency of fresh critical work before and during
  * the drain (their ratio is the starvation figure), plus the side-queue counts.
@@ -10,7 +10,7 @@ import {
   startBacklogPlatform,
   type BacklogExperimentResult,
   type BacklogExperimentSizes,
-} from '../lib/chaos/backlog-experiment';
+} from '../harness/chaos/backlog-experiment';
 import { spread } from './backoff';
 
 /** What the report keeps of one run. */
@@ -60,7 +60,7 @@ export function backlogSection(r: BacklogResults): string[] {
     '',
     '## Backlog: pause, build a backlog, resume (B1, B4, B5, O3)',
     '',
-    `lib/chaos/backlog-experiment.ts on a local platform: \`tenang pause inventory-consumer\` (deferrable), ${r.sizes.backlog} reservations queued behind it (one SKU each, so no lock contention) plus ${r.sizes.expired} notifications already past their useful age; wait for the oldest-age alarm; \`tenang resume\`; ${r.sizes.critical} fresh payments (critical) measured before the backlog and again while it drains. CloudWatch's part runs on a clock ${r.clockFactor}× real time (functions, queues and moto in real time), so the 300 s objective is crossed in seconds. One run; the test \`test/integration/backlog.test.ts\` asserts the outcomes at a smaller size.`,
+    `harness/chaos/backlog-experiment.ts on a local platform: \`tenang pause inventory-consumer\` (deferrable), ${r.sizes.backlog} reservations queued behind it (one SKU each, so no lock contention) plus ${r.sizes.expired} notifications already past their useful age; wait for the oldest-age alarm; \`tenang resume\`; ${r.sizes.critical} fresh payments (critical) measured before the backlog and again while it drains. CloudWatch's part runs on a clock ${r.clockFactor}× real time (functions, queues and moto in real time), so the 300 s objective is crossed in seconds. One run; the test \`test/integration/backlog.test.ts\` asserts the outcomes at a smaller size.`,
     '',
     '| figure | value |',
     '| --- | --- |',

@@ -23,7 +23,7 @@ import {
   PutItemCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { countSdkCalls } from '../lib/adapters/aws/call-counter';
+import { countSdkCalls } from '../harness/aws/call-counter';
 import { newDynamoDbClient } from '../lib/adapters/aws/clients';
 import type { RetryPolicy } from '../lib/config';
 import type { Random } from '../lib/core/backoff';

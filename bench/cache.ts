@@ -12,7 +12,7 @@ import {
   type StampedeOptions,
   type StampedeProtection,
   type StampedeResult,
-} from '../lib/local/stampede';
+} from '../harness/stampede';
 
 const run = promisify(execFile);
 

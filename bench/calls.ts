@@ -8,7 +8,7 @@
  * clients counts every command it sends; the mapping's receives and deletes are not the
  * function's and are not counted.
  *
- * What the calls cost, by AWS's billing rules (lib/adapters/aws/capacity.ts): the DynamoDB read and
+ * What the calls cost, by AWS's billing rules (harness/aws/capacity.ts): the DynamoDB read and
  * write units of each request, sized on the items read aside before and after it
  * (recordDynamoDbCapacity), on each case's first round only, since those aside reads run inside
  * the handler; the Lambda duration of every invocation of the other rounds (wall time of the
@@ -36,8 +36,8 @@ import {
   type DynamoDbCapacityLog,
   type SdkCallLog,
   type SqsRequestLog,
-} from '../lib/adapters/aws/call-counter';
-import { lambdaBilledMs, lambdaGbSeconds } from '../lib/adapters/aws/capacity';
+} from '../harness/aws/call-counter';
+import { lambdaBilledMs, lambdaGbSeconds } from '../harness/aws/capacity';
 import { newDynamoDbClient, newSqsClient } from '../lib/adapters/aws/clients';
 import { createJobHandler, jobDepsFromEnv } from '../lib/adapters/define-job';
 import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
@@ -51,7 +51,7 @@ import { paymentCaptureKey } from '../lib/core/payment';
 import { startFakeProvider, type FakeProvider } from '../lib/local/fake-provider';
 import type { InvokeResult } from '../lib/local/function-host';
 import { pollUntil } from '../lib/local/poll';
-import { createBaselinePaymentHandler } from '../lib/local/powertools-baseline';
+import { createBaselinePaymentHandler } from '../harness/powertools-baseline';
 import { SqsEventSource } from '../lib/local/sqs-event-source';
 import { lambdaContext } from '../lib/local/lambda-context';
 import { uniqueName } from '../lib/local/names';

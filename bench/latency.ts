@@ -24,7 +24,7 @@ import {
 import Redis from 'ioredis';
 import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
 import { RedisCache } from '../lib/adapters/redis/redis-cache';
-import { startBacklogPlatform, undeleted, type BacklogPlatform } from '../lib/chaos/backlog-experiment';
+import { startBacklogPlatform, undeleted, type BacklogPlatform } from '../harness/chaos/backlog-experiment';
 import { jobTypeSlug, METRIC, TABLE_KEYS, type QueueKind, type ResolvedJobType } from '../lib/config';
 import { cacheKeyspace, orderCacheKey } from '../lib/core/cache-keys';
 import { paymentCaptureKey } from '../lib/core/payment';
@@ -34,7 +34,7 @@ import { createOrder, jobTarget, seedSku, tables } from '../lib/drills/support';
 import type { InvokeResult } from '../lib/local/function-host';
 import { declaredJobMessage } from '../lib/local/scenario-declared-jobs';
 import { SqsEventSource, type SqsMappingSpec } from '../lib/local/sqs-event-source';
-import { latencyPercentiles, type LatencyPercentiles } from '../lib/local/stampede';
+import { latencyPercentiles, type LatencyPercentiles } from '../harness/stampede';
 import { IDLE_WAIT_MS } from '../lib/local/stream-event-source';
 
 /** Sizes of one run. */

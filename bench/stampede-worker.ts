@@ -2,7 +2,7 @@
  * One process of the multi-process stampede (a stand-in for one Lambda instance group): reads
  * its arguments as JSON from argv, runs measureStampede, prints the result as JSON.
  */
-import { measureStampede, type StampedeOptions } from '../lib/local/stampede';
+import { measureStampede, type StampedeOptions } from '../harness/stampede';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as StampedeOptions;
 measureStampede(options).then(

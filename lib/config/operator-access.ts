@@ -2,7 +2,7 @@
  * What each `tenang` command a runbook names touches, and how the operator's machine reaches it
  * on AWS with nothing but AWS credentials (P2: a runbook step that cannot reach its target is no
  * step). One table: test/unit/ops/operator-access.test.ts keeps it complete against the runbooks'
- * commands, and the deploy-readiness rule Tenang-F6-OperatorReach (lib/infra/audit/operator-reach.ts)
+ * commands, and the deploy-readiness rule Tenang-F6-OperatorReach (lib/audit/operator-reach.ts)
  * checks, on the synthesized template, that a command whose target sits in a VPC has its way in.
  *
  * Network paths:

@@ -5,12 +5,15 @@
  * jobs stop spending receives, "deploys the fix", resumes, and the held jobs come back when their
  * holds end and are sent once each.
  *
- * The missing grant is played with the SDK fault `ddb-access-denied` (TENANG_FAULTS): DynamoDB's
- * own AccessDeniedException, refused before it is sent. Lifting the fault is the fixed deploy.
+ * The missing grant is played by the platform's IAM enforcement: the consumer's role loses the
+ * first write its declaration grants on the dedup table (LocalPlatform.withholdTableGrant), so
+ * DynamoDB's own AccessDeniedException comes back from the emulator's IAM, with AWS's message.
+ * Restoring the grant is the fixed deploy.
  */
 import { PERMISSION_HOLD_BASE_VARIABLE } from '../adapters/aws/sqs-job-runner';
+import { IDEMPOTENCY_TABLE, tableVariable } from '../config';
 import { drillInfo } from '../ops/drills/catalog';
-import type { Drill } from './drill';
+import type { Drill, DrillContext } from './drill';
 import {
   consumerStatus,
   jobTarget,
@@ -30,6 +33,13 @@ const RETURN_SLACK_MS = 60_000;
  */
 const DRILL_HOLD_BASE_SECONDS = 20;
 
+/** The deployed name of `table` as `functionName`'s environment holds it (`<NAME>_TABLE`). */
+function deployedTableName(ctx: DrillContext, functionName: string, table: string): string {
+  const name = ctx.platform.deployment.functions.get(functionName)?.environment[tableVariable(table)];
+  if (name === undefined || name === '') throw new Error(`deployed function ${functionName} has no ${tableVariable(table)}`);
+  return name;
+}
+
 export const permissionDenied: Drill = {
   ...drillInfo('permission-denied'),
   async run(ctx) {
@@ -37,11 +47,24 @@ export const permissionDenied: Drill = {
     const messaging = ctx.platform.providers.messaging;
     const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
 
-    // Incident: the consumer's role lost dynamodb:UpdateItem on the dedup table.
+    // Incident: the consumer's role lost its grant on the dedup table.
+    const job = ctx.config.jobTypes.find((j) => j.name === notifications.jobType);
+    // A table of the job's own before tenang's idempotency table, which every idempotent job has.
+    const grants = Object.entries(job?.resources.tables ?? {}).sort(
+      ([a], [b]) => Number(a === IDEMPOTENCY_TABLE.name) - Number(b === IDEMPOTENCY_TABLE.name),
+    );
+    const [table, actions] = grants[0] ?? [];
+    const action = actions?.[0];
+    if (table === undefined || action === undefined)
+      throw new Error(`${notifications.jobType} declares no table grant for the drill to withhold`);
     ctx.platform.setInstanceEnvironment(notifications.functionName, {
       [PERMISSION_HOLD_BASE_VARIABLE]: String(DRILL_HOLD_BASE_SECONDS),
     });
-    ctx.platform.setFaults(notifications.functionName, 'ddb-access-denied=1');
+    ctx.platform.withholdTableGrant(
+      notifications.functionName,
+      `dynamodb:${action}`,
+      deployedTableName(ctx, notifications.functionName, table),
+    );
     const sentBefore = messaging.requestCount();
     const orders = await placePaidOrders(ctx, 3);
     // Every notification is received, denied and held out of the queue: in flight, not visible.
@@ -70,7 +93,7 @@ export const permissionDenied: Drill = {
     const sentWhileDenied = messaging.requestCount() - sentBefore;
 
     // The fixed grant is deployed (cdk deploy); then return to normal.
-    ctx.platform.setFaults(notifications.functionName, '');
+    ctx.platform.restoreGrants(notifications.functionName);
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
     // A held job returns when its hold ends: at most the first hold's ceiling after it was held.
     const deadline = heldBy + DRILL_HOLD_BASE_SECONDS * 1_000 + RETURN_SLACK_MS - Date.now();

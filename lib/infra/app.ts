@@ -3,7 +3,7 @@ import { App, DefaultStackSynthesizer, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import { PipelineConfigError, type PipelineConfig, type PipelineDeclaration } from '../config';
 import { withAlarmEmail } from '../config/alarm-email';
-import { TenangChecks } from './audit/tenang-checks';
+import { TenangChecks } from '../audit/tenang-checks';
 import { PipelineStack } from './pipeline-stack';
 import { stackName } from './stack-name';
 import { ALARM_EMAIL_CONTEXT_KEY, STAGE_CONTEXT_KEY, targetTraits } from './target';

@@ -30,7 +30,7 @@ import {
   type ResolvedJobType,
   type ResolvedStreamConsumer,
 } from '../config';
-import { NO_SUBSCRIBER_METADATA_KEY } from './audit/deploy-readiness';
+import { NO_SUBSCRIBER_METADATA_KEY } from '../audit/deploy-readiness';
 import { validateProps } from './validation';
 
 /** CloudWatch: an alarm has at most 5 actions per state (PutMetricAlarm AlarmActions, OKActions). */

@@ -43,8 +43,6 @@ export type InvokeResult =
 export interface InvokeOptions {
   /** Points where this invocation's instance crashes (TENANG_CRASH_POINTS). @default none */
   readonly crashPoints?: readonly string[];
-  /** SDK faults of this invocation's instance (TENANG_FAULTS, lib/adapters/aws/fault-injection.ts). @default none */
-  readonly faults?: string;
   /** Variables this invocation's instance gets on top of the deployed ones (the platform's time compression). @default none */
   readonly environment?: Readonly<Record<string, string>>;
 }
@@ -57,7 +55,7 @@ type ChildMessage =
 
 interface Instance {
   readonly child: ChildProcess;
-  /** Crash points and faults it was started with: an instance serves only invocations asking for the same. */
+  /** Crash points and variables it was started with: an instance serves only invocations asking for the same. */
   readonly injectionKey: string;
   readonly ready: Promise<{ ok: true } | { ok: false; message: string }>;
   busy: boolean;
@@ -77,18 +75,19 @@ export class FunctionHost {
     private readonly endpointEnv: Readonly<Record<string, string>>,
     /** Receives every line the function writes (logs, EMF metrics). */
     private readonly onOutput: (line: string, fn: string) => void = () => undefined,
+    /** Node.js options every instance starts with (modules to preload, for example). @default none */
+    private readonly execArgv: readonly string[] = [],
   ) {}
 
   /** Invokes the function once; never throws for a function failure. */
   public async invoke(event: unknown, opts: InvokeOptions = {}): Promise<InvokeResult> {
     const crashSpec = (opts.crashPoints ?? []).join(',');
-    const faults = opts.faults ?? '';
     const extra = opts.environment ?? {};
     const started = Date.now();
-    const key = `${crashSpec}|${faults}|${JSON.stringify(extra)}`;
+    const key = `${crashSpec}|${JSON.stringify(extra)}`;
     let instance = this.takeIdle(key);
     const coldStart = instance === undefined;
-    instance ??= this.spawn(crashSpec, faults, extra, key);
+    instance ??= this.spawn(crashSpec, extra, key);
     instance.busy = true;
     const ready = await instance.ready;
     if (!ready.ok) {
@@ -138,7 +137,6 @@ export class FunctionHost {
 
   private spawn(
     crashSpec: string,
-    faults: string,
     extra: Readonly<Record<string, string>>,
     injectionKey: string,
   ): Instance {
@@ -156,11 +154,10 @@ export class FunctionHost {
       TZ: 'UTC',
     };
     if (crashSpec.length > 0) env.TENANG_CRASH_POINTS = crashSpec;
-    if (faults.length > 0) env.TENANG_FAULTS = faults;
     const child = fork(RUNTIME, [this.spec.bundleFile, this.spec.handlerName], {
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      execArgv: [],
+      execArgv: [...this.execArgv],
     });
     const forward = (chunk: Buffer): void => {
       for (const line of chunk.toString().split('\n'))

@@ -136,6 +136,11 @@ export interface PlatformOptions {
    * @default TENANG_LOCAL_ACCOUNT_CONCURRENCY, else 1000
    */
   readonly accountConcurrency?: number;
+  /**
+   * Node.js options every function instance starts with: modules it preloads before the handler
+   * (this repository's chaos harness preloads its SDK fault injection so). @default none
+   */
+  readonly functionExecArgv?: readonly string[];
 }
 
 /** Endpoint variables that point a function at the local stand-ins. */
@@ -144,7 +149,6 @@ const PROVIDER_VARIABLES = { payment: 'PAYMENT_PROVIDER_URL', messaging: 'MESSAG
 /** A running local pipeline. */
 export class LocalPlatform {
   private readonly crashes = new Map<string, ArmedCrashes>();
-  private readonly faults = new Map<string, string>();
   private readonly instanceEnvironment = new Map<string, Readonly<Record<string, string>>>();
   private reconcilerSuspended = false;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -381,7 +385,7 @@ export class LocalPlatform {
                 AWS_ACCESS_KEY_ID: credentials.accessKeyId,
                 AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
               };
-        hosts.set(fn.name, new FunctionHost(fn, functionEnv, output));
+        hosts.set(fn.name, new FunctionHost(fn, functionEnv, output, opts.functionExecArgv));
       }
 
       const invoke = (fn: string, event: unknown): Promise<InvokeResult> => {
@@ -478,7 +482,6 @@ export class LocalPlatform {
     }
     const result = await host.invoke(event, {
       crashPoints,
-      faults: this.faults.get(functionName),
       environment: this.instanceEnvironment.get(functionName),
     });
     this.alarms.recordInvocation(functionName, result);
@@ -516,13 +519,33 @@ export class LocalPlatform {
   }
 
   /**
-   * Every later instance of `functionName` runs with the SDK faults `spec` names (TENANG_FAULTS,
-   * lib/adapters/aws/fault-injection.ts); an empty spec lifts them. Instances started before keep
-   * theirs but are no longer chosen.
+   * `functionName`'s role loses its grant of `action` (e.g. `dynamodb:PutItem`) on the table
+   * `tableName` of this deployment, as a deploy that dropped it would leave it: the platform's
+   * IAM enforcement denies those requests with AWS's AccessDeniedException from now on, until
+   * restoreGrants. Needs IAM enforced (it is by default); refused otherwise.
    */
-  public setFaults(functionName: string, spec: string): void {
-    if (spec.length === 0) this.faults.delete(functionName);
-    else this.faults.set(functionName, spec);
+  public withholdTableGrant(functionName: string, action: string, tableName: string): void {
+    const host = this.hosts.get(functionName);
+    if (host === undefined) throw new Error(`no deployed function ${functionName}`);
+    if (this.iam === undefined)
+      throw new Error(
+        `cannot withhold ${action} from ${functionName}: IAM is not enforced on this platform (${IAM_SWITCH_VARIABLE}=off)`,
+      );
+    const { accountId, region } = this.iam.policies;
+    this.iam.withhold(this.roleArnOf(functionName), action, `arn:aws:dynamodb:${region}:${accountId}:table/${tableName}`);
+  }
+
+  private roleArnOf(functionName: string): string {
+    const roleArn = this.deployment.functions.get(functionName)?.roleArn;
+    if (roleArn === undefined || roleArn === '') throw new Error(`deployed function ${functionName} has no role`);
+    return roleArn;
+  }
+
+  /** Every grant withheld from `functionName`'s role is back (the fixed deploy). */
+  public restoreGrants(functionName: string): void {
+    const host = this.hosts.get(functionName);
+    if (host === undefined) throw new Error(`no deployed function ${functionName}`);
+    if (this.iam !== undefined) this.iam.restoreGrants(this.roleArnOf(functionName));
   }
 
   /**

@@ -32,3 +32,14 @@ export function appDirectory(dir: string = process.cwd()): string | undefined {
   if (!fs.existsSync(path.join(dir, CDK_PROJECT_FILE))) return undefined;
   return nearestPackageName(dir) === 'tenang' ? undefined : path.resolve(dir);
 }
+
+/**
+ * The app of the working directory: the nearest directory at or above `cwd` holding a cdk.json,
+ * unless that is tenang's own checkout; undefined when there is none.
+ */
+export function nearestAppDirectory(cwd: string = process.cwd()): string | undefined {
+  for (let current = path.resolve(cwd); ; current = path.dirname(current)) {
+    if (fs.existsSync(path.join(current, CDK_PROJECT_FILE))) return appDirectory(current);
+    if (path.dirname(current) === current) return undefined;
+  }
+}

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AuditFinding, ChecklistItem } from '../infra/audit/checklist';
+import type { AuditFinding, ChecklistItem } from '../audit/checklist';
 import type { AuditResult } from './audit';
 
 /**

@@ -1,7 +1,7 @@
 /**
  * What `tenang audit` does (lib/ops/commands/audit.ts is its command): in a CDK app's directory
  * synthesizes the app offline and audits its assembly; audits a given template; or audits the
- * deployed stack through the AWS APIs (lib/infra/audit/live-audit.ts). Wherever a template carries
+ * deployed stack through the AWS APIs (lib/audit/live-audit.ts). Wherever a template carries
  * the declaration it was built from (`tenang:pipeline` metadata), the audit judges it with that
  * declaration too: the latency objectives (O3) and the config rules (owners, runbooks, drills,
  * idempotent critical work). Loads aws-cdk-lib and the nag packs: the command imports it only
@@ -19,14 +19,14 @@ import {
   type PipelineInput,
 } from '../config';
 import { buildApp } from '../infra/app';
-import { auditFailed, type AuditFinding, type ChecklistItem } from '../infra/audit/checklist';
-import { auditPipelineConfig } from '../infra/audit/config-audit';
-import { auditLive } from '../infra/audit/live-audit';
-import { LiveStackNotFoundError, readLiveStack } from '../infra/audit/live-reader';
-import type { QueueObjective } from '../infra/audit/rules';
-import { auditTemplates, type StackTemplate } from '../infra/audit/template-audit';
-import { readTemplateSource, readTemplateText } from '../infra/audit/template-input';
-import { TemplateFormatError } from '../infra/audit/template-text';
+import { auditFailed, type AuditFinding, type ChecklistItem } from '../audit/checklist';
+import { auditPipelineConfig } from '../audit/config-audit';
+import { auditLive } from '../audit/live-audit';
+import { LiveStackNotFoundError, readLiveStack } from '../audit/live-reader';
+import type { QueueObjective } from '../audit/rules';
+import { auditTemplates, type StackTemplate } from '../audit/template-audit';
+import { readTemplateSource, readTemplateText } from '../audit/template-input';
+import { TemplateFormatError } from '../audit/template-text';
 import { STAGE_CONTEXT_KEY } from '../infra/target';
 import { appDirectory, CDK_PROJECT_FILE } from './app-directory';
 import { CommandFailedError, UsageError, type CliContext } from './cli-context';

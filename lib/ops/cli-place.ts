@@ -53,7 +53,7 @@ function nearestPackageName(dir: string): string | undefined {
 }
 
 /** The package's root: the first directory at or above `codeDir` with tenang's package.json. */
-function packageRoot(codeDir: string): string {
+export function packageRoot(codeDir: string = __dirname): string {
   for (let current = codeDir; path.dirname(current) !== current; current = path.dirname(current)) {
     if (packageName(path.join(current, 'package.json')) === PACKAGE_NAME) return current;
   }

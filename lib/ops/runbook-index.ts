@@ -110,10 +110,29 @@ const CRITICALITY: Readonly<Record<string, string>> = {
   sheddable: 'sheddable: refused at the producer in degrade mode',
 };
 
-function drillsFor(consumer: string, runbook: string): DrillInfo[] {
-  return DRILL_CATALOG.filter(
+/** A drill on a consumer's page, with the arguments that play it on this consumer. */
+interface PageDrill {
+  readonly drill: DrillInfo;
+  /** `tenang drill <name>` plus `--job-type <type>` when the drill plays on a job type of the app's own. */
+  readonly command: string;
+}
+
+/**
+ * The drills of a consumer's page: those that execute its runbook or exercise it, and for a job
+ * type with a `samplePayload` the drills that take any job type (`--job-type`), as the audit's P2
+ * counts them.
+ */
+function drillsFor(c: Consumer): PageDrill[] {
+  const consumer = nameOf(c);
+  const runbook = runbookOf(c);
+  const own: PageDrill[] = DRILL_CATALOG.filter(
     (d) => d.runbook === runbook || (d.consumers as readonly string[]).includes(consumer),
-  );
+  ).map((drill) => ({ drill, command: `tenang drill ${drill.name}` }));
+  if (c.kind !== 'queue' || c.job.samplePayload === undefined) return own;
+  const anyJobType: PageDrill[] = (DRILL_CATALOG as readonly DrillInfo[])
+    .filter((d) => d.jobType !== undefined && d.jobType !== c.job.name && !own.some((o) => o.drill === d))
+    .map((drill) => ({ drill, command: `tenang drill ${drill.name} --job-type ${c.job.name}` }));
+  return [...own, ...anyJobType];
 }
 
 /** One consumer's facts, as label → value rows. */
@@ -200,7 +219,13 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   ];
 }
 
-function consumerPage(c: Consumer): GeneratedFile {
+/** Which symptom runbooks the generated pages link to. */
+function symptomsOf(options: RunbookIndexOptions): readonly (typeof SYMPTOM_RUNBOOKS)[number][] {
+  const pages = options.symptomRunbooks;
+  return pages === undefined ? SYMPTOM_RUNBOOKS : SYMPTOM_RUNBOOKS.filter((r) => pages.includes(r.name));
+}
+
+function consumerPage(c: Consumer, options: RunbookIndexOptions): GeneratedFile {
   const name = nameOf(c);
   const runbook = runbookOf(c);
   const title = c.kind === 'queue' ? `${c.job.name} (${name})` : name;
@@ -230,7 +255,7 @@ function consumerPage(c: Consumer): GeneratedFile {
         ];
   const target = c.kind === 'queue' ? c.job.name : name;
   const pause = c.kind === 'queue' && c.job.neededForRecovery ? ' --force' : '';
-  const drills = drillsFor(name, runbook);
+  const drills = drillsFor(c);
   const lines = [
     GENERATED_MARK,
     `# ${title}`,
@@ -255,19 +280,21 @@ function consumerPage(c: Consumer): GeneratedFile {
     '',
     '## Symptoms',
     '',
-    ...SYMPTOM_RUNBOOKS.map((r) => `- ${r.symptom}: [${r.name}](${r.name}.md)`),
+    ...symptomsOf(options).map((r) => `- ${r.symptom}: [${r.name}](${r.name}.md)`),
     '',
     '## Drills',
     '',
     ...(drills.length === 0
       ? ['- none yet']
-      : drills.map((d) => `- \`tenang drill ${d.name}\`: ${d.incident} ([${d.runbook}](${d.runbook}.md))`)),
+      : drills.map(
+          ({ drill: d, command }) => `- \`${command}\`: ${d.incident} ([${d.runbook}](${d.runbook}.md))`,
+        )),
     '',
   ];
   return { file: `${runbook}.md`, content: lines.join('\n') };
 }
 
-function readme(config: PipelineConfig): GeneratedFile {
+function readme(config: PipelineConfig, options: RunbookIndexOptions): GeneratedFile {
   const consumers = consumersOf(config);
   const drillOf = (runbook: string): string =>
     DRILL_CATALOG.filter((d) => d.runbook === runbook)
@@ -297,7 +324,7 @@ function readme(config: PipelineConfig): GeneratedFile {
     '',
     ...table(
       ['symptom', 'runbook', 'drill'],
-      SYMPTOM_RUNBOOKS.map((r) => [r.symptom, `[${r.name}](${r.name}.md)`, drillOf(r.name)]),
+      symptomsOf(options).map((r) => [r.symptom, `[${r.name}](${r.name}.md)`, drillOf(r.name)]),
     ),
     '',
     '## By alarm',
@@ -328,14 +355,27 @@ function readme(config: PipelineConfig): GeneratedFile {
   return { file: 'README.md', content: lines.join('\n') };
 }
 
+/** What the generated pages may link to beyond themselves. */
+export interface RunbookIndexOptions {
+  /**
+   * The symptom runbooks (SYMPTOM_RUNBOOKS names) the directory holds: the index and the fact
+   * pages link to these only. An app's runbooks/ has the generic ones `tenang runbooks` copies
+   * and whatever the team wrote. @default every symptom runbook (tenang's own runbooks/)
+   */
+  readonly symptomRunbooks?: readonly string[];
+}
+
 /** Every generated file; resource names show the stage as `<stage>`. */
-export function generateRunbookFiles(config: PipelineConfig): GeneratedFile[] {
+export function generateRunbookFiles(
+  config: PipelineConfig,
+  options: RunbookIndexOptions = {},
+): GeneratedFile[] {
   const handWritten = handWrittenRunbooks();
   const stagePrefix = `tenang-${config.stage.name}-`;
   return [
-    readme(config),
+    readme(config, options),
     ...consumersOf(config)
       .filter((c) => !handWritten.has(runbookOf(c)))
-      .map(consumerPage),
+      .map((c) => consumerPage(c, options)),
   ].map((f) => ({ ...f, content: f.content.replaceAll(stagePrefix, 'tenang-<stage>-') }));
 }

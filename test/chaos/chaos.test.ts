@@ -1,6 +1,6 @@
 /**
  * The chaos suite (CI size: CI_FAULT_CONFIG_NAMES, every fault in at least one configuration;
- * CHAOS_CONFIGS=all for the whole matrix of lib/chaos/faults.ts), each configuration over
+ * CHAOS_CONFIGS=all for the whole matrix of harness/chaos/faults.ts), each configuration over
  * fast-check-drawn fault plans (timing, rates, workload seed), on local platforms where a crash
  * is a real process dying. Configurations run concurrently on CHAOS_PLATFORMS platforms (default
  * 3: measured 392 s for the 19 configurations against 507 s on 2, on this 2-core machine), one configuration per platform at a time. A failure prints the fast-check seed and path;
@@ -8,14 +8,14 @@
  * A run fails too when one of its configuration's faults left no evidence of firing.
  */
 import fc from 'fast-check';
-import { describeViolations } from '../../lib/chaos/checker';
+import { describeViolations } from '../../harness/chaos/checker';
 import {
   CI_FAULT_CONFIG_NAMES,
   FAULT_CONFIGS,
   faultPlanArbitrary,
   unfiredFaults,
-} from '../../lib/chaos/faults';
-import { ChaosPlatformPool, runChaos } from '../../lib/chaos/runner';
+} from '../../harness/chaos/faults';
+import { ChaosPlatformPool, runChaos } from '../../harness/chaos/runner';
 
 const SEED = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31);
 const RUNS = Number(process.env.CHAOS_RUNS ?? 1);

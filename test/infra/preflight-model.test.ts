@@ -4,7 +4,7 @@
  * declaration derives must be the ones the stack creates, or a preflight before synth would
  * look up the wrong tables and log groups.
  */
-import { stageFromConfig, stageFromTemplate } from '../../lib/infra/audit/preflight';
+import { stageFromConfig, stageFromTemplate } from '../../lib/audit/preflight';
 import { synthPipeline } from './helpers';
 
 describe('Preflight model (P5)', () => {

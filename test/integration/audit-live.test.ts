@@ -19,7 +19,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { runCaptured } from '../../bin/tenang';
-import type { ChecklistItem } from '../../lib/infra/audit/checklist';
+import type { ChecklistItem } from '../../lib/audit/checklist';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { LOCAL_ALARM_EMAIL } from '../../lib/local/provision';
 import { startTestPlatform } from '../helpers/local-platform';
@@ -86,7 +86,7 @@ describe('CLI: tenang audit --live (whole local platform)', () => {
     // moto 5.2.1 has no composite alarms (the local evaluator keeps them), so the live audit
     // cannot see the composite through which each consumer's age alarm pages: on the emulator
     // O3-QueueAge finds every age alarm, and each one silent. On AWS DescribeAlarms returns the
-    // composites (test/unit/infra/audit/live-audit.test.ts shows a composite with actions passing).
+    // composites (test/unit/audit/live-audit.test.ts shows a composite with actions passing).
     const ageAlarms = platform.config.jobTypes.map(
       (j) => `queue tenang-${STAGE}-${j.name.replace('.', '-')}${j.queue.kind === 'fifo' ? '.fifo' : ''}`,
     );

@@ -1,5 +1,5 @@
 /**
- * The backlog experiment (lib/chaos/backlog-experiment.ts) at CI size, on a platform of its own:
+ * The backlog experiment (harness/chaos/backlog-experiment.ts) at CI size, on a platform of its own:
  * the deferrable consumer paused with `tenang pause`, a backlog and stale notifications behind
  * it, the oldest-age alarm (on a clock 30× real time), `tenang resume`, fresh payments while it
  * drains. Asserted here are outcomes and orderings, never durations: how long things took is
@@ -14,7 +14,7 @@ import {
   startBacklogPlatform,
   type BacklogExperimentResult,
   type BacklogPlatform,
-} from '../../lib/chaos/backlog-experiment';
+} from '../../harness/chaos/backlog-experiment';
 
 jest.setTimeout(15 * 60_000);
 

@@ -41,7 +41,7 @@ import type { Order } from '../../lib/core/order';
 import { paymentCaptureKey } from '../../lib/core/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
-import { createBaselineCapture } from '../../lib/local/powertools-baseline';
+import { createBaselineCapture } from '../../harness/powertools-baseline';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
 import { countSdkCalls, type SdkCallLog } from '../helpers/dynamodb-calls';
 import { lambdaContext, receiveSqsEvent, receiveSqsEventOf, settleBatch } from '../helpers/sqs-events';

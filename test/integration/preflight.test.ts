@@ -8,7 +8,7 @@
  * alone the concurrency check is reported skipped with that reason. The local Lambda control
  * plane answers it (lib/local/lambda-control.ts); one started in front of this moto with a new
  * account's quota of 10 fails the check. Its decisions are unit-tested
- * (test/unit/infra/audit/preflight.test.ts).
+ * (test/unit/audit/preflight.test.ts).
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -19,7 +19,7 @@ import {
 import { CreateTableCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteParameterCommand, PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { runCaptured } from '../../bin/tenang';
-import { headroomFor, type PreflightCheck } from '../../lib/infra/audit/preflight';
+import { headroomFor, type PreflightCheck } from '../../lib/audit/preflight';
 import { startLambdaControl } from '../../lib/local/lambda-control';
 import { dynamoClient } from '../helpers/aws';
 

@@ -3,7 +3,7 @@
  * simulated function instances (each its own connection and in-process single-flight), make
  * about one load. The same measurement, without protection, shows what it prevents.
  */
-import { measureStampede } from '../../lib/local/stampede';
+import { measureStampede } from '../../harness/stampede';
 import { uniqueName } from '../helpers/aws';
 
 jest.setTimeout(60_000);

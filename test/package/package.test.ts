@@ -85,6 +85,13 @@ describe('the tenang package', () => {
     expect(files).toContain('lib/api/reference.ts');
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
     expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
+    // No test harness: chaos, fakes, call counting and capacity, SDK fault injection, the
+    // Powertools baseline and the stampede measurement live in harness/, which never ships.
+    expect(
+      files.filter((f) =>
+        /(^|\/)(harness|chaos|fakes)\/|fault-injection|call-counter|capacity\.|powertools-baseline|stampede\./.test(f),
+      ),
+    ).toEqual([]);
   });
 
   it('when packed, it ships every file the local platform loads at run time besides its JavaScript', () => {

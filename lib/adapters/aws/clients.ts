@@ -7,7 +7,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { withSdkFaults } from './fault-injection';
 
 /**
  * Connection and request timeouts of every SDK client. Without throwOnRequestTimeout the SDK's
@@ -25,11 +24,21 @@ export function newSqsClient(): SQSClient {
 }
 
 /**
- * A DynamoDB client with the standard timeouts. The chaos suite's throttling and timeouts are
- * added only when TENANG_FAULTS names them (the local platform, never a deployment).
+ * The global under which a module preloaded into a function's process may register what is
+ * applied to every DynamoDB client the function builds (this repository's chaos harness adds its
+ * SDK fault injection so, on the local platform only). Nothing registers one in a deployment or
+ * on a team's local platform: the list is then absent and clients are built as they are.
  */
+export const DYNAMODB_CLIENT_HOOKS = Symbol.for('tenang.dynamodb-client-hooks');
+
+type ClientHook = (client: DynamoDBClient) => void;
+
+/** A DynamoDB client with the standard timeouts, passed to the hooks registered, if any. */
 export function newDynamoDbClient(): DynamoDBClient {
-  return withSdkFaults(new DynamoDBClient(SDK_CLIENT_CONFIG));
+  const client = new DynamoDBClient(SDK_CLIENT_CONFIG);
+  const hooks = (globalThis as { [DYNAMODB_CLIENT_HOOKS]?: readonly ClientHook[] })[DYNAMODB_CLIENT_HOOKS];
+  for (const hook of hooks ?? []) hook(client);
+  return client;
 }
 
 /** An SSM client with the standard timeouts. */

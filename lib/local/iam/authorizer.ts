@@ -75,6 +75,8 @@ export class IamAuthorizer {
   private readonly callers = new Map<string, Caller>();
   private readonly usage = new Map<string, UsageRecord>();
   private readonly denialLog: DenialRecord[] = [];
+  /** Role ARN → the `action|resource` grants withheld from it (withhold). */
+  private readonly withheldGrants = new Map<string, Set<string>>();
   private next = 1;
 
   public constructor(public readonly policies: DeployedPolicies) {}
@@ -89,6 +91,24 @@ export class IamAuthorizer {
   /** Credentials that act as an AWS service principal, e.g. cloudwatch.amazonaws.com. */
   public credentialsForService(service: string): LocalCredentials {
     return this.register({ kind: 'service', service });
+  }
+
+  /**
+   * From now on `roleArn`'s own policies no longer grant `action` on `resource` (exact ARN and
+   * action as a request checks them): a deploy that lost the grant. The request is judged as if
+   * no identity-based policy existed for it, so it is denied unless a resource policy allows it,
+   * with AWS's "no identity-based policy allows" message. restoreGrants undoes it.
+   */
+  public withhold(roleArn: string, action: string, resource: string): void {
+    if (!this.policies.roles.has(roleArn)) throw new Error(`no deployed role ${roleArn}`);
+    const withheld = this.withheldGrants.get(roleArn) ?? new Set<string>();
+    withheld.add(`${action.toLowerCase()}|${resource}`);
+    this.withheldGrants.set(roleArn, withheld);
+  }
+
+  /** Every grant withheld from `roleArn` is back (the fixed deploy). */
+  public restoreGrants(roleArn: string): void {
+    this.withheldGrants.delete(roleArn);
   }
 
   /** The caller behind an access key id; undefined for keys the platform did not hand out. */
@@ -130,8 +150,12 @@ export class IamAuthorizer {
         context,
       };
       const resourcePolicy = this.policies.resourcePolicies.get(check.resource);
+      const withheld =
+        caller.kind === 'role' &&
+        this.withheldGrants.get(caller.role.arn)?.has(`${check.action.toLowerCase()}|${check.resource}`) ===
+          true;
       const decision = evaluate(request, {
-        identity: caller.kind === 'role' ? caller.role.identity : [],
+        identity: caller.kind === 'role' && !withheld ? caller.role.identity : [],
         resource: resourcePolicy,
         resourceAccountId: this.policies.accountId,
         resourceKind: this.policies.keys.has(check.resource) ? 'kms' : 'standard',

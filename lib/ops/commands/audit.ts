@@ -6,14 +6,14 @@
  * the context's stage and audits that template plus the pipeline config; with one it audits any
  * CloudFormation template — JSON or YAML, SAM, a cdk.out directory, or `-` for stdin
  * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
- * AWS APIs (the same rules, see lib/infra/audit/live-audit.ts) plus the pipeline config. Exits 1
+ * AWS APIs (the same rules, see lib/audit/live-audit.ts) plus the pipeline config. Exits 1
  * (CommandFailedError) when an error-level rule fails, 2 when the input cannot be read (with
  * --json or --format json, the CLI prints the error as JSON on stdout). The work is in
  * lib/ops/audit.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
-import type { ChecklistItem } from '../../infra/audit/checklist';
+import type { ChecklistItem } from '../../audit/checklist';
 import {
   answersInJson,
   CommandFailedError,

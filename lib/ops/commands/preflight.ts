@@ -8,7 +8,7 @@
  */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
-import type { PreflightCheck } from '../../infra/audit/preflight';
+import type { PreflightCheck } from '../../audit/preflight';
 import { CommandFailedError, configFree, type CliContext, type RegisterCommand } from '../cli-context';
 import { CountSchema, parseOptions } from '../options';
 

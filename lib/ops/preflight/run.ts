@@ -1,8 +1,8 @@
 /**
  * What `tenang preflight` does (lib/ops/commands/preflight.ts is its command): finds what the
  * stage needs (a synthesized cdk.out, else the deployed stack's template, else the declaration),
- * reads the account read-only (lib/infra/audit/preflight-reader.ts) and judges it
- * (lib/infra/audit/preflight.ts). Loaded only when the command runs.
+ * reads the account read-only (lib/audit/preflight-reader.ts) and judges it
+ * (lib/audit/preflight.ts). Loaded only when the command runs.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -13,8 +13,8 @@ import {
   type ManifestBootstrap,
   type PreflightCheck,
   type StageModel,
-} from '../../infra/audit/preflight';
-import { deployedTemplate, readPreflightFacts, stackPresence } from '../../infra/audit/preflight-reader';
+} from '../../audit/preflight';
+import { deployedTemplate, readPreflightFacts, stackPresence } from '../../audit/preflight-reader';
 import { PIPELINE_VARIABLE, type PipelineConfig } from '../../config';
 import { UsageError, type CliContext } from '../cli-context';
 

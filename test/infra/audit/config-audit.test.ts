@@ -1,7 +1,7 @@
 import type { PipelineConfig } from '../../../lib/config';
-import { auditFailed } from '../../../lib/infra/audit/checklist';
+import { auditFailed } from '../../../lib/audit/checklist';
 import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
-import { auditPipelineConfig, type ConfigAuditOptions } from '../../../lib/infra/audit/config-audit';
+import { auditPipelineConfig, type ConfigAuditOptions } from '../../../lib/audit/config-audit';
 import { referenceConfig } from '../helpers';
 
 /** The project's drills, as the CLI hands them to the audit. */

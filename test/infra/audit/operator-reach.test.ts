@@ -3,8 +3,8 @@
  * through the cache-admin function; a template without it, or with it misplaced, fails naming
  * the commands that lose their path.
  */
-import { operatorReach } from '../../../lib/infra/audit/operator-reach';
-import { TemplateIndex, type TemplateModel, type TemplateResource } from '../../../lib/infra/audit/rules';
+import { operatorReach } from '../../../lib/audit/operator-reach';
+import { TemplateIndex, type TemplateModel, type TemplateResource } from '../../../lib/audit/rules';
 import { logicalId, synthPipeline } from '../helpers';
 
 type Resources = Record<string, TemplateResource>;

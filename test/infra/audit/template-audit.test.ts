@@ -1,4 +1,4 @@
-import { TemplateFormatError, auditTemplate } from '../../../lib/infra/audit/template-audit';
+import { TemplateFormatError, auditTemplate } from '../../../lib/audit/template-audit';
 
 /** A hand-written template as a non-CDK tool would emit it: literal ARNs, quoted numbers, a JSON-string redrive policy. */
 function rawTemplate(visibility: string): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { TENANG_RULE_FEATURES, TenangChecks } from '../../../lib/infra/audit/tenang-checks';
-import { auditTemplate } from '../../../lib/infra/audit/template-audit';
+import { TENANG_RULE_FEATURES, TenangChecks } from '../../../lib/audit/tenang-checks';
+import { auditTemplate } from '../../../lib/audit/template-audit';
 import { synthPipeline, testStack } from '../helpers';
 import { BAD_VARIANTS, workerQueueStack } from './bad-stacks';
 import type { IConstruct } from 'constructs';

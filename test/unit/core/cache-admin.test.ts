@@ -3,7 +3,7 @@
  * function and the CLI's --direct path both run. Requests are validated at the boundary;
  * refusals are answered, failures of the cache thrown.
  */
-import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
+import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { CEILING_VERSION } from '../../../lib/core/cache-admin-keys';
 import {
   runCacheAdminRequest,

@@ -6,7 +6,7 @@
  * cache command, load and commit.
  */
 import fc from 'fast-check';
-import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
+import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import {
   CacheAside,
   invalidateKeys,

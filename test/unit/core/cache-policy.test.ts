@@ -1,4 +1,4 @@
-import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
+import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { loadLockKey } from '../../../lib/core/cache-keys';
 import {
   admitsTombstone,

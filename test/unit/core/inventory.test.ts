@@ -1,5 +1,5 @@
-import { InMemoryInventoryStore } from '../../../lib/adapters/fakes/memory-inventory-store';
-import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
+import { InMemoryInventoryStore } from '../../../harness/fakes/memory-inventory-store';
+import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
 import { classifyError } from '../../../lib/core/errors';
 import {
   InsufficientStockError,

@@ -3,8 +3,8 @@
  * expiry / TTL sweep / fenced write by several clients (L1, L3).
  */
 import fc from 'fast-check';
-import { InMemoryInventoryStore } from '../../../lib/adapters/fakes/memory-inventory-store';
-import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
+import { InMemoryInventoryStore } from '../../../harness/fakes/memory-inventory-store';
+import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
 import { StaleFencingTokenError } from '../../../lib/core/errors';
 import { LeaseLock, LeaseLostError, LockHeldError, type Lease } from '../../../lib/core/lease-lock';
 import { manualClock, sequentialTokens } from '../../helpers/manual-clock';

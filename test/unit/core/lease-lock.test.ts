@@ -1,4 +1,4 @@
-import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
+import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
 import { classifyError, LockBusyError } from '../../../lib/core/errors';
 import {
   fenceAccepts,

@@ -1,4 +1,4 @@
-import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
+import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { CircuitBreaker } from '../../../lib/core/circuit-breaker';
 import type { NotificationSendPayload } from '../../../lib/core/envelope';
 import { CircuitOpenError, PermanentError, TransientError } from '../../../lib/core/errors';

@@ -1,4 +1,4 @@
-import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
+import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import type { Criticality } from '../../../lib/config/schema';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
 import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';

@@ -6,9 +6,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PipelineConfig } from '../../../lib/config';
-import { auditPipelineConfig } from '../../../lib/infra/audit/config-audit';
-import { PREFLIGHT_FEATURE_ID, PREFLIGHT_RULES } from '../../../lib/infra/audit/preflight';
-import { TEMPLATE_RULES, ruleId } from '../../../lib/infra/audit/rules';
+import { auditPipelineConfig } from '../../../lib/audit/config-audit';
+import { PREFLIGHT_FEATURE_ID, PREFLIGHT_RULES } from '../../../lib/audit/preflight';
+import { TEMPLATE_RULES, ruleId } from '../../../lib/audit/rules';
 import {
   FEATURES_PAGE,
   ROOT,

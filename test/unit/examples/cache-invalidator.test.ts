@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type * as InvalidatorModule from '../../../examples/reference/functions/cache-invalidator';
-import { InMemoryVersionedCache } from '../../../lib/adapters/fakes/memory-versioned-cache';
+import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
 import { METRIC } from '../../../lib/config/metrics';

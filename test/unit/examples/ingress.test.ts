@@ -11,8 +11,8 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import type * as IngressModule from '../../../examples/reference/functions/ingress';
-import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
-import { InMemoryOrderStore } from '../../../lib/adapters/fakes/memory-order-store';
+import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
+import { InMemoryOrderStore } from '../../../harness/fakes/memory-order-store';
 import { jobTypeByName, METRIC, type Criticality, type ResolvedJobType } from '../../../lib/config';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { parseEnvelope } from '../../../lib/core/envelope';

@@ -10,7 +10,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { inFlightClaimSeconds, notificationSend } from '../../../examples/reference/jobs/notification-send';
 import { createJobHandler, jobHandler } from '../../../lib/adapters/define-job';
-import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
+import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { FunctionEnvError, stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
 import { CircuitBreaker } from '../../../lib/core/circuit-breaker';

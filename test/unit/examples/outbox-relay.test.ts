@@ -10,7 +10,7 @@ import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import type * as RelayModule from '../../../examples/reference/functions/outbox-relay';
-import { InMemoryDedupStore } from '../../../lib/adapters/fakes/memory-dedup-store';
+import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC } from '../../../lib/config/metrics';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';

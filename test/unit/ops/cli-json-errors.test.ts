@@ -20,7 +20,7 @@ import { cliPlace } from '../../../lib/ops/cli-place';
 import { referencePipeline } from '../../../examples/reference/pipeline';
 
 const CHECKOUT = path.resolve(__dirname, '..', '..', '..');
-const SAM_FILE = path.join(CHECKOUT, 'test', 'unit', 'infra', 'audit', 'fixtures', 'sam-worker.yaml');
+const SAM_FILE = path.join(CHECKOUT, 'test', 'unit', 'audit', 'fixtures', 'sam-worker.yaml');
 const clients: readonly { reset(): void; onAnyCommand(): { rejects(error: Error): unknown } }[] = [
   mockClient(CloudFormationClient),
   mockClient(CloudWatchClient),

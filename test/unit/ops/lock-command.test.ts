@@ -9,7 +9,7 @@ import {
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { run } from '../../../bin/tenang';
-import { InMemoryLockStore } from '../../../lib/adapters/fakes/memory-lock-store';
+import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
 import { CommandFailedError, NO_PROMPT, UsageError, type Prompt } from '../../../lib/ops/cli-context';
 import {
   assertConfirmable,

@@ -19,7 +19,7 @@ import { GetAccountSettingsCommand, LambdaClient, LambdaServiceException } from 
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { mockClient } from 'aws-sdk-client-mock';
 import { runCaptured } from '../../../bin/tenang';
-import { PREFLIGHT_CHECK_IDS, type PreflightCheck } from '../../../lib/infra/audit/preflight';
+import { PREFLIGHT_CHECK_IDS, type PreflightCheck } from '../../../lib/audit/preflight';
 
 const STAGE = 'unit';
 const STACK = `tenang-${STAGE}`;
