@@ -7,7 +7,7 @@
 import {
   CreateTableCommand,
   DeleteTableCommand,
-  PutItemCommand,
+  GetItemCommand, PutItemCommand,
   DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { CreateTopicCommand, DeleteTopicCommand, PublishCommand, SNSClient } from '@aws-sdk/client-sns';
@@ -210,6 +210,31 @@ describe('IAM proxy (moto + real SDK clients)', () => {
     expect(lines).toEqual([
       `[iam] denied worker-role dynamodb:PutItem arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${table}`,
     ]);
+    client.destroy();
+  });
+
+  it('when a grant is withheld (a deploy that lost it), the request is denied as if no policy allowed it, and restoring it allows it again', async () => {
+    const client = asRole(DynamoDBClient);
+    const tableArn = `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${table}`;
+    const get = (): Promise<{ name: string; message: string } | undefined> =>
+      client.send(new GetItemCommand({ TableName: table, Key: { pk: { S: 'x' } } })).then(
+        () => undefined,
+        (e: unknown) => e as { name: string; message: string },
+      );
+    expect(await get()).toBeUndefined();
+
+    authorizer.withhold(ROLE_ARN, 'dynamodb:GetItem', tableArn);
+    const denied = await get();
+    authorizer.restoreGrants(ROLE_ARN);
+    const restored = await get();
+
+    expect(denied?.name).toBe('AccessDeniedException');
+    expect(denied?.message).toContain('because no identity-based policy allows the dynamodb:GetItem action');
+    expect(lines).toEqual([`[iam] denied worker-role dynamodb:GetItem ${tableArn}`]);
+    expect(restored).toBeUndefined();
+    expect(() => authorizer.withhold('arn:aws:iam::000000000000:role/none', 'dynamodb:GetItem', tableArn)).toThrow(
+      'no deployed role',
+    );
     client.destroy();
   });
 
