@@ -47,10 +47,20 @@ export interface DrillJobs {
 }
 
 /**
- * The job type a drill plays its incident on: `--job-type`, else the drill's own. Undefined for
- * the drill's own, so the drill keeps its reference incident.
+ * The job type a drill plays its incident on: `--job-type`, else the drill's own; in an app that
+ * does not declare the drill's own (an app of its own, not the reference), its first job type
+ * with a samplePayload. Undefined for the drill's own, so the drill keeps its reference incident.
  */
 export function declaredDrillJobType(ctx: DrillContext, drill: DrillInfo): ResolvedJobType | undefined {
+  if (ctx.jobType === undefined && drill.jobType !== undefined) {
+    if (ctx.config.jobTypes.some((j) => j.name === drill.jobType)) return undefined;
+    const first = declaredJobTypes(ctx.config.jobTypes)[0];
+    if (first === undefined)
+      throw new Error(
+        `drill ${drill.name} needs a job type with a samplePayload (its jobs are made from it); the pipeline declares none`,
+      );
+    return first;
+  }
   if (ctx.jobType === undefined || ctx.jobType === drill.jobType) return undefined;
   if (drill.jobType === undefined)
     throw new Error(`drill ${drill.name} is about a reference job type and takes no --job-type`);
