@@ -40,6 +40,8 @@ import { register as registerResume } from '../lib/ops/commands/resume';
 import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
 import { register as registerCache } from '../lib/ops/commands/cache';
+import { register as registerInit } from '../lib/ops/commands/init';
+import { register as registerRunbooks } from '../lib/ops/commands/runbooks';
 import { localCommand, type LocalRunner } from '../lib/ops/commands/local';
 import { drillCommand } from '../lib/drills/command';
 
@@ -77,6 +79,8 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerPreflight,
   registerLock,
   registerCache,
+  registerInit,
+  registerRunbooks,
   localCommand(runLocal),
   // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
   drillCommand((argv, env) => runCaptured(argv, { env })),
@@ -268,6 +272,8 @@ Examples:
   $ tenang audit --live
   $ tenang preflight
   $ tenang drill --list
+  $ tenang init my-app
+  $ tenang runbooks --check
 
 Runbooks: ${cliPlace(io.cwd).runbooksIndex} (every step there is one of these commands).`,
     );

@@ -90,20 +90,38 @@ export function runbookPages(config: PipelineConfig, sources: RunbookSources = {
   const handWritten = handWrittenRunbooks();
   const named = [...config.jobTypes, ...config.streamConsumers].map((c) => c.runbook);
   const copied = [...new Set([...GENERIC_RUNBOOKS, ...named.filter((r) => handWritten.has(r))])];
+  // The generated pages link to the symptom runbooks the app's runbooks/ holds: copied or its own.
+  const symptomRunbooks = [...handWritten].filter((r) => copied.includes(r) || exists(r));
+  const generated = generateRunbookFiles(config, { symptomRunbooks });
+  const held = new Set([...copied, ...generated.map((f) => f.file.replace(/\.md$/, ''))]);
   const pages: RunbookPage[] = copied.map((name) => {
     const file = path.join(shipped, `${name}.md`);
     if (!fs.existsSync(file)) throw new Error(`tenang's package has no runbooks/${name}.md (${file})`);
-    return { file: `${name}.md`, kind: 'copied', content: marked('copied', fs.readFileSync(file, 'utf8'), `runbooks/${name}.md`) };
+    const body = relinked(fs.readFileSync(file, 'utf8'), (page) => held.has(page) || exists(page));
+    return { file: `${name}.md`, kind: 'copied', content: marked('copied', body, `runbooks/${name}.md`) };
   });
-  // The generated pages link to the symptom runbooks the app's runbooks/ holds: copied or its own.
-  const symptomRunbooks = [...handWritten].filter((r) => copied.includes(r) || exists(r));
-  for (const f of generateRunbookFiles(config, { symptomRunbooks })) {
+  for (const f of generated) {
     const body = f.content.startsWith(`${GENERATED_MARK}\n`)
       ? f.content.slice(GENERATED_MARK.length + 1)
       : f.content;
     pages.push({ file: f.file, kind: 'generated', content: marked('generated', body, f.file) });
   }
   return pages;
+}
+
+/** Where an app finds tenang's package: its node_modules, seen from its runbooks/. */
+const PACKAGE_FROM_RUNBOOKS = '../node_modules/tenang';
+
+/**
+ * A page of tenang's, its links made to work from the app's runbooks/: tenang's docs and the
+ * runbooks the app does not hold (`held` says which it does) lead into the installed package.
+ */
+export function relinked(markdown: string, held: (page: string) => boolean): string {
+  return markdown
+    .replace(/\]\(\.\.\/docs\//g, `](${PACKAGE_FROM_RUNBOOKS}/docs/`)
+    .replace(/\]\(([a-z0-9-]+)\.md(#[^)]*)?\)/g, (link, page: string, anchor: string | undefined) =>
+      held(page) ? link : `](${PACKAGE_FROM_RUNBOOKS}/runbooks/${page}.md${anchor ?? ''})`,
+    );
 }
 
 /** What `tenang runbooks` does with a page. */

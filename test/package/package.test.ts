@@ -84,12 +84,21 @@ describe('the tenang package', () => {
     ).toEqual([]);
     expect(files).toContain('lib/api/reference.ts');
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
-    expect(files.filter((f) => f.startsWith('bench/') || f.startsWith('examples/'))).toEqual([]);
+    expect(files.filter((f) => f.startsWith('bench/'))).toEqual([]);
+    // The reference example ships as `tenang init --example reference` copies it, and no other.
+    expect(files).toEqual(
+      expect.arrayContaining(['examples/reference/pipeline.ts', 'examples/reference/app.ts']),
+    );
+    expect(files.filter((f) => f.startsWith('examples/') && !f.startsWith('examples/reference/'))).toEqual(
+      [],
+    );
     // No test harness: chaos, fakes, call counting and capacity, SDK fault injection, the
     // Powertools baseline and the stampede measurement live in harness/, which never ships.
     expect(
       files.filter((f) =>
-        /(^|\/)(harness|chaos|fakes)\/|fault-injection|call-counter|capacity\.|powertools-baseline|stampede\./.test(f),
+        /(^|\/)(harness|chaos|fakes)\/|fault-injection|call-counter|capacity\.|powertools-baseline|stampede\./.test(
+          f,
+        ),
       ),
     ).toEqual([]);
   });

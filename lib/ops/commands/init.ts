@@ -88,7 +88,8 @@ Examples:
         [
           `Created ${shown}: ${describeApp(plan)}.`,
           ...plan.files.map(
-            (f) => `  ${f.action === 'create' ? 'wrote    ' : f.action === 'overwrite' ? 'overwrote' : 'unchanged'} ${f.path}`,
+            (f) =>
+              `  ${f.action === 'create' ? 'wrote    ' : f.action === 'overwrite' ? 'overwrote' : 'unchanged'} ${f.path}`,
           ),
           `${written.length} file(s) written.`,
           '',

@@ -174,7 +174,13 @@ export function minimalAppFiles(
 }
 
 /** Directories of an example that are not the app's own (installed, synthesized, run). */
-const EXAMPLE_SKIPPED: ReadonlySet<string> = new Set(['node_modules', 'cdk.out', '.tenang', 'reports', '.venv']);
+const EXAMPLE_SKIPPED: ReadonlySet<string> = new Set([
+  'node_modules',
+  'cdk.out',
+  '.tenang',
+  'reports',
+  '.venv',
+]);
 
 /** Every file under `dir`, relative and `/`-separated, skipping EXAMPLE_SKIPPED. */
 function filesUnder(dir: string, rel = ''): string[] {
