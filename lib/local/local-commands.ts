@@ -17,7 +17,6 @@ import {
   printDeployment,
   renderOperatorEnvironment,
   startLocalPipeline,
-  UP_SKUS,
   upLocalPipeline,
 } from './start';
 
@@ -91,9 +90,10 @@ export async function localUp(opts: LocalUpOptions, io: LocalRunIo): Promise<num
         running.environment,
         {
           routes: platform.deployment.routes,
+          jobTypes: platform.config.jobTypes,
           notes: [
             `AWS endpoint: ${platform.env.endpoint} (moto, ${origin('moto')}), region ${platform.env.region}; Lambda API: ${platform.control.url} (the local control plane)`,
-            `Redis: ${platform.env.redisUrl} (${running.redis === undefined ? 'REDIS_URL, not ours' : `started here, pid ${running.redis.pid ?? '?'}`}); stock of ${UP_SKUS.join(', ')} seeded`,
+            `Redis: ${platform.env.redisUrl} (${running.redis === undefined ? 'REDIS_URL, not ours' : `started here, pid ${running.redis.pid ?? '?'}`})`,
             `HTTP API: ${platform.api.url} (IAM authorization is not checked locally)`,
           ],
         },

@@ -139,25 +139,35 @@ export function shellQuote(value: string): string {
 /** `export` lines a shell can paste or source (sorted), then how to use them, as comments. */
 export function renderOperatorEnvironment(
   environment: Readonly<Record<string, string>>,
-  about: { readonly routes: readonly { method: string; path: string }[]; readonly notes: readonly string[] },
+  about: {
+    readonly routes: readonly { method: string; path: string }[];
+    readonly notes: readonly string[];
+    /** The app's job types: the examples operate the first one. @default none: generic examples */
+    readonly jobTypes?: readonly { readonly name: string; readonly consumer: string }[];
+  },
   place: CliPlace = cliPlace(),
 ): string {
-  const exports = Object.entries(environment)
+  // Not `exports`: compiled to CommonJS, that name would shadow the module's own exports object.
+  const exportLines = Object.entries(environment)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, value]) => `export ${name}=${shellQuote(value)}`);
-  const order = `'{"customerEmail":"me@example.com","lines":[{"sku":"sku-1","quantity":1}],"amountMinor":1200,"currency":"EUR"}'`;
+  const job = about.jobTypes?.[0];
+  const consumer = job?.consumer ?? '<consumer>';
   return [
-    ...exports,
+    ...exportLines,
     '',
     '# In another shell, paste the export lines above, then for example:',
     `#   ${place.tenang} status`,
-    `#   ${place.tenang} pause notification-consumer --reason "trying it out" --for 10m`,
-    `#   ${place.tenang} resume notification-consumer`,
-    `#   ${place.tenang} dlq list payment.capture`,
-    `#   curl -s -X POST "$${API_URL_VARIABLE}/orders" -H 'content-type: application/json' -d ${order}`,
-    `#   curl -s -X POST "$${API_URL_VARIABLE}/orders/<orderId>/payments" -H 'content-type: application/json' -H 'idempotency-key: k1' -d '{"paymentId":"p1","amountMinor":1200,"currency":"EUR"}'`,
-    `#   curl -s "$${API_URL_VARIABLE}/orders/<orderId>"`,
-    `# HTTP API routes: ${about.routes.map((r) => `${r.method} ${r.path}`).join(', ')}`,
+    `#   ${place.tenang} pause ${consumer} --reason "trying it out" --for 10m`,
+    `#   ${place.tenang} resume ${consumer}`,
+    `#   ${place.tenang} dlq list ${job?.name ?? '<job-type>'}`,
+    ...about.routes.map(
+      (r) =>
+        `#   curl -s -X ${r.method} "$${API_URL_VARIABLE}${r.path}"${r.method === 'GET' ? '' : ` -H 'content-type: application/json' -d '{…}'`}`,
+    ),
+    ...(about.routes.length > 0
+      ? [`# HTTP API routes: ${about.routes.map((r) => `${r.method} ${r.path}`).join(', ')}`]
+      : []),
     ...about.notes.map((n) => `# ${n}`),
     '',
   ].join('\n');

@@ -115,4 +115,30 @@ describe('The hints, in an app', () => {
     expect(inApp).not.toContain('bin/tenang.ts');
     expect(inCheckout).toContain('#   npx tsx bin/tenang.ts status\n');
   });
+
+  it("when the local platform prints how to use it, its examples name the app's own job type and routes, nothing of another app", () => {
+    // Act
+    const printed = renderOperatorEnvironment(
+      {},
+      {
+        routes: [{ method: 'POST', path: '/reports' }],
+        notes: [],
+        jobTypes: [{ name: 'report.generate', consumer: 'report-consumer' }],
+      },
+      cliPlace(app),
+    );
+    const noApi = renderOperatorEnvironment(
+      {},
+      { routes: [], notes: [], jobTypes: [{ name: 'report.generate', consumer: 'report-consumer' }] },
+      cliPlace(app),
+    );
+
+    // Assess
+    expect(printed).toContain('#   npx tenang pause report-consumer --reason');
+    expect(printed).toContain('#   npx tenang dlq list report.generate\n');
+    expect(printed).toContain('curl -s -X POST "$TENANG_API_URL/reports"');
+    expect(printed).not.toMatch(/payment|notification|orders/);
+    expect(noApi).not.toContain('curl');
+    expect(noApi).not.toContain('HTTP API routes');
+  });
 });
