@@ -43,6 +43,12 @@ export async function runDrillsLocally(
       log: (line) => opts.progress(`platform: ${line}`),
       reconcileEveryMs: 5_000,
     });
+    // The on-call confirms the alarm subscriptions, as after a deploy on AWS: the drills' alarms
+    // then reach a subscriber, not only the topic.
+    const confirmed = await platform.confirmSubscriptions();
+    opts.progress(
+      `platform: confirmed ${confirmed.length} alarm subscription(s): ${confirmed.map((c) => `${c.protocol} ${c.endpoint}`).join(', ') || 'none pending'}`,
+    );
     for (const name of names) {
       const drill = drillNamed(name);
       if (drill === undefined) throw new UsageError(`no drill named ${name}`);
