@@ -304,4 +304,101 @@ describe('the tenang package', () => {
       fs.readdirSync(installed).filter((f) => ['.tenang', 'reports', '.venv', 'cdk.out'].includes(f)),
     ).toEqual([]);
   });
+  it("the whole walk, as README tells a team: tenang init outside the repo, a second job type in its two files, synth, local start, the offline audit, a drill of the new job type and the app's own npm test", async () => {
+    // Prepare: README's own-app steps, from the tarball, in a directory outside the repository.
+    const app = path.join(work, 'my-app');
+    const env = {
+      AWS_ENDPOINT_URL: '',
+      REDIS_URL: '',
+      TENANG_PIPELINE: undefined,
+      CDK_DISABLE_CLI_TELEMETRY: 'true',
+    };
+    sh(
+      'npx',
+      ['--yes', '--prefer-offline', '--package', tarball, 'tenang', 'init', 'my-app', '--tenang-spec', tarball, '--yes'],
+      work,
+      env,
+    );
+    install(app);
+    const bin = (name: string): string => path.join(app, 'node_modules', '.bin', name);
+    // The second job type: its module and its entry in the declaration (README's snippets).
+    fs.writeFileSync(
+      path.join(app, 'jobs', 'invoice-issue.ts'),
+      [
+        "import { defineJob, jobHandler } from 'tenang/runtime';",
+        "import * as z from 'tenang/zod';",
+        '',
+        'export const invoiceIssue = defineJob({',
+        "  name: 'invoice.issue',",
+        '  payload: z.object({ invoiceId: z.string().check(z.minLength(1)), amountMinor: z.int().check(z.positive()) }),',
+        '  async run(payload, ctx) {',
+        "    await ctx.providers.invoicing.post('/invoices', payload);",
+        '  },',
+        '});',
+        'export const handler = jobHandler(invoiceIssue);',
+        '',
+      ].join('\n'),
+    );
+    const declaration = path.join(app, 'pipeline.ts');
+    const before = fs.readFileSync(declaration, 'utf8');
+    const withProvider = before.replace(
+      /(providers: \{\n(\s*)reports: [^\n]*\n)/,
+      "$1$2invoicing: 'https://invoicing.example.com',\n",
+    );
+    const withJob = withProvider.replace(
+      /(\n\s*\],\n\s*streamConsumers: \[\],)/,
+      `
+      {
+        name: 'invoice.issue', consumer: 'invoice-consumer', entry: 'jobs/invoice-issue.ts',
+        queue: { kind: 'standard' }, function: { timeoutSeconds: 20, memoryMb: 256 },
+        batch: { size: 5, maxConcurrency: 2 }, maxReceiveCount: 4, retry: { baseDelaySeconds: 2, maxDelaySeconds: 60 },
+        criticality: 'critical', latencyObjectiveSeconds: 300, owner: 'billing-team', idempotent: true,
+        resources: { tables: { idempotency: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] }, providers: ['invoicing'] },
+        pauseCost: 'Invoices go out late; nothing is lost.', runbook: 'invoice-issue',
+        samplePayload: { invoiceId: 'inv-sample', amountMinor: 1200 },
+      },$1`,
+    );
+    expect(withJob).not.toBe(withProvider);
+    expect(withProvider).not.toBe(before);
+    fs.writeFileSync(declaration, withJob);
+
+    // Act: each step as the team runs it, from the app's directory.
+    const runbooks = sh(bin('tenang'), ['runbooks'], app, env);
+    sh(bin('cdk'), ['synth', '--quiet'], app, env);
+    const audit = JSON.parse(sh(bin('tenang'), ['audit', '--json'], app, env)) as {
+      items: { ruleId: string; status: string; message?: string }[];
+    };
+    // npm start is `tenang local start`; its shortest scenario, the smoke, on the app's own job types.
+    const local = sh(NPM, ['start', '--', '--scenario', 'smoke'], app, {
+      ...env,
+      TENANG_MOTO_PORT: String(await freePort()),
+    });
+    const drill = sh(bin('tenang'), ['drill', 'dlq-not-empty', '--job-type', 'invoice.issue'], app, {
+      ...env,
+      TENANG_MOTO_PORT: String(await freePort()),
+    });
+    const tests = sh(NPM, ['test'], app, env);
+
+    // Assess
+    expect(runbooks).toContain('runbooks/invoice-issue.md');
+    expect(fs.existsSync(path.join(app, 'runbooks', 'invoice-issue.md'))).toBe(true);
+    const report = JSON.parse(fs.readFileSync(path.join(app, 'cdk.out', 'validation-report.json'), 'utf8')) as {
+      pluginReports: { violations: unknown[] }[];
+    };
+    expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([]);
+    expect(audit.items.filter((i) => i.status === 'fail')).toEqual([]);
+    expect(audit.items.filter((i) => ['P1', 'P2'].some((p) => i.ruleId.includes(p))).map((i) => i.status)).toEqual(
+      expect.arrayContaining(['pass']),
+    );
+    expect(local).toContain('Scenario smoke: ALL INVARIANTS HOLD');
+    for (const jobType of ['report.generate', 'invoice.issue']) expect(local).toContain(jobType);
+    expect(drill).toMatch(/dlq-not-empty[\s\S]*passed/i);
+    expect(tests).toMatch(/# fail 0/);
+    // Nothing of the walk inside the installed package.
+    expect(
+      fs
+        .readdirSync(path.join(app, 'node_modules', 'tenang'))
+        .filter((f) => ['.tenang', 'reports', '.venv', 'cdk.out'].includes(f)),
+    ).toEqual([]);
+  });
 });
