@@ -18,6 +18,9 @@ const RUNTIME_RESTRICTED_PATHS = [
 
 // Layering: bin/ sits on top; under it lib/drills (exercises on the emulator), then lib/ops and
 // lib/local; then lib/infra and lib/audit; then lib/adapters and lib/config; lib/core at the bottom.
+// lib/reference is the reference app's domain (examples/reference), built on the kit: nothing of
+// the kit (lib/core, config, adapters, infra, audit, ops, lambdas/) imports it; lib/local and
+// lib/drills still play the reference flow and may, for now; lib/api/reference.ts exports it.
 // What ships is lib/, lambdas/ and bin/tenang.ts; harness/ (chaos, fakes, call counting and
 // capacity, SDK fault injection, the Powertools baseline, the stampede measurement) is what only
 // this repository's tests and benchmarks use: nothing that ships imports it, and it never ships.
@@ -40,6 +43,14 @@ const LAYER = {
   ),
   core: layerRule(['adapters', 'infra', 'ops', 'local'], 'lib/core is pure: it imports no layer above it.'),
 };
+/** The reference app's domain, from inside lib/ (and through its entry point) or from lambdas/. */
+const REFERENCE_MESSAGE =
+  "lib/reference is the reference app's domain: the kit holds none (move what is generic out of it, or pass it in).";
+const REFERENCE = [
+  layerRule(['reference', 'api/reference'], REFERENCE_MESSAGE),
+  { regex: '^tenang/reference$', message: REFERENCE_MESSAGE },
+];
+const REFERENCE_FROM_LAMBDAS = layerRule(['lib/reference', 'lib/api/reference'], REFERENCE_MESSAGE);
 /** No SDK, no environment, no Redis in lib/core. */
 const CORE_PACKAGES = {
   group: ['@aws-sdk/*', 'aws-cdk-lib*', 'ioredis', '@aws-lambda-powertools/*'],
@@ -85,12 +96,20 @@ export default tseslint.config(
   // Flat config blocks replace each other's rule for the same file: every block composes its
   // whole list (restrictImports), the more specific blocks come later.
   { files: ['lib/**/*.ts', 'lambdas/**/*.ts', 'bin/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test) },
-  { files: ['lib/ops/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.local) },
+  { files: ['lambdas/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, REFERENCE_FROM_LAMBDAS) },
+  { files: ['lib/config/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE) },
+  {
+    files: ['lib/ops/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.local, ...REFERENCE),
+  },
   {
     files: ['lib/infra/**/*.ts', 'lib/audit/**/*.ts'],
-    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.ops, LAYER.local),
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.ops, LAYER.local, ...REFERENCE),
   },
-  { files: ['lib/adapters/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.upper) },
+  {
+    files: ['lib/adapters/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.upper, ...REFERENCE),
+  },
   { files: ['harness/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.test) },
   { files: ['bench/**/*.ts'], rules: restrictImports(LAYER.test) },
   {
@@ -124,7 +143,7 @@ export default tseslint.config(
     // lib/core is pure: no SDK, no environment, no Redis.
     files: ['lib/core/**/*.ts'],
     rules: {
-      ...restrictImports(CORE_PACKAGES, LAYER.bin, LAYER.core),
+      ...restrictImports(CORE_PACKAGES, LAYER.bin, LAYER.core, ...REFERENCE),
       'no-restricted-globals': ['error', { name: 'process', message: 'lib/core reads no environment.' }],
     },
   },

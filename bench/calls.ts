@@ -40,14 +40,15 @@ import {
 import { lambdaBilledMs, lambdaGbSeconds } from '../harness/aws/capacity';
 import { newDynamoDbClient, newSqsClient } from '../lib/adapters/aws/clients';
 import { createJobHandler, jobDepsFromEnv } from '../lib/adapters/define-job';
-import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
-import { HttpPaymentProvider } from '../lib/adapters/http/payment-provider';
+import { DynamoDbOrderStore } from '../lib/reference/dynamodb-order-store';
+import { HttpPaymentProvider } from '../lib/reference/payment-provider';
 import { stageConfig } from '../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../lib/reference/tables';
 import { METRICS_NAMESPACE } from '../lib/config/metrics';
 import { makeEnvelope } from '../lib/core/envelope';
 import type { Order } from '../lib/core/order';
-import { paymentCaptureKey } from '../lib/core/payment';
+import { paymentCaptureKey } from '../lib/reference/payment';
 import { startFakeProvider, type FakeProvider } from '../lib/local/fake-provider';
 import type { InvokeResult } from '../lib/local/function-host';
 import { pollUntil } from '../lib/local/poll';
@@ -747,7 +748,7 @@ export async function measureCalls(opts: {
       ordersTable: uniqueName('bench-orders'),
       idempotencyTable: uniqueName('bench-idempotency'),
     };
-    await createTable(dynamo, shared.ordersTable, TABLE_KEYS.orders.partitionKey);
+    await createTable(dynamo, shared.ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
     tables.push(shared.ordersTable);
     await createTable(dynamo, shared.idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
     tables.push(shared.idempotencyTable);

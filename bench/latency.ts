@@ -22,13 +22,14 @@ import {
   type SendMessageCommandInput,
 } from '@aws-sdk/client-sqs';
 import Redis from 'ioredis';
-import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../lib/reference/dynamodb-order-store';
 import { RedisCache } from '../lib/adapters/redis/redis-cache';
 import { startBacklogPlatform, undeleted, type BacklogPlatform } from '../harness/chaos/backlog-experiment';
-import { jobTypeSlug, METRIC, TABLE_KEYS, type QueueKind, type ResolvedJobType } from '../lib/config';
+import { jobTypeSlug, METRIC, type QueueKind, type ResolvedJobType } from '../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../lib/reference/tables';
 import { cacheKeyspace, orderCacheKey } from '../lib/core/cache-keys';
-import { paymentCaptureKey } from '../lib/core/payment';
-import type { JobTypeName, PayloadOf } from '../lib/core/envelope';
+import { paymentCaptureKey } from '../lib/reference/payment';
+import type { JobTypeName, PayloadOf } from '../lib/reference/payloads';
 import { withDrillContext, type DrillContext, type RunDrillOptions } from '../lib/drills/drill';
 import { createOrder, jobTarget, seedSku, tables } from '../lib/drills/support';
 import type { InvokeResult } from '../lib/local/function-host';
@@ -355,10 +356,13 @@ async function invalidationLags(ctx: DrillContext, redisUrl: string, count: numb
       const { Attributes } = await ctx.dynamodb.send(
         new UpdateItemCommand({
           TableName: table,
-          Key: { [TABLE_KEYS.orders.partitionKey]: { S: orderId } },
+          Key: { [REFERENCE_TABLE_KEYS.orders.partitionKey]: { S: orderId } },
           UpdateExpression: 'SET #version = #version + :one',
           ConditionExpression: 'attribute_exists(#key)',
-          ExpressionAttributeNames: { '#version': 'version', '#key': TABLE_KEYS.orders.partitionKey },
+          ExpressionAttributeNames: {
+            '#version': 'version',
+            '#key': REFERENCE_TABLE_KEYS.orders.partitionKey,
+          },
           ExpressionAttributeValues: { ':one': { N: '1' } },
           ReturnValues: 'UPDATED_NEW',
         }),

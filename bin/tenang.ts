@@ -265,8 +265,8 @@ Endpoints come from the environment (AWS_REGION, AWS_ENDPOINT_URL, AWS_ENDPOINT_
 
 Examples:
   $ tenang status
-  $ tenang pause notification-consumer --reason "provider outage" --for 30m
-  $ tenang dlq replay payment.capture --dry-run
+  $ tenang pause invoice-consumer --reason "provider outage" --for 30m
+  $ tenang dlq replay invoice.issue --dry-run
   $ tenang lock list --orphans
   $ tenang cache invalidate --entity order:123
   $ tenang audit --live

@@ -13,9 +13,10 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DynamoDbOrderStore } from '../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../lib/reference/dynamodb-order-store';
 import { noCrash } from '../lib/adapters/crash';
-import { parseEnvelope, type JobEnvelope, type PaymentCapturePayload } from '../lib/core/envelope';
+import { type JobEnvelope } from '../lib/core/envelope';
+import { type PaymentCapturePayload, parseReferenceEnvelope } from '../lib/reference/payloads';
 import {
   captureGuard,
   capturePayment,
@@ -24,7 +25,7 @@ import {
   type CaptureResult,
   type PaymentProvider,
   type StagedTransition,
-} from '../lib/core/payment';
+} from '../lib/reference/payment';
 import type { Clock } from '../lib/core/ports';
 
 /** What the baseline needs. */
@@ -42,7 +43,7 @@ export interface BaselinePaymentDeps {
 
 /** The idempotent capture of one job in the given Lambda context. */
 export type BaselineCapture = (
-  job: JobEnvelope<'payment.capture'>,
+  job: JobEnvelope<PaymentCapturePayload>,
   context: Context,
 ) => Promise<CaptureResult>;
 
@@ -58,7 +59,7 @@ export function createBaselineCapture(deps: BaselinePaymentDeps): BaselineCaptur
   const capture = makeIdempotent(
     async (
       _request: { idempotencyKey: string; payload: PaymentCapturePayload },
-      job: JobEnvelope<'payment.capture'>,
+      job: JobEnvelope<PaymentCapturePayload>,
     ): Promise<CaptureResult> => {
       const order = await orders.get(job.payload.orderId);
       const guard = captureGuard(job);
@@ -101,7 +102,7 @@ export function createBaselinePaymentHandler(
   return (event, context) =>
     processPartialResponse(
       event,
-      (record: SQSRecord) => capture(parseEnvelope(record.body, 'payment.capture'), context),
+      (record: SQSRecord) => capture(parseReferenceEnvelope(record.body, 'payment.capture'), context),
       processor,
       { context },
     );

@@ -6,6 +6,7 @@
  * stack's template metadata: functions, the CLI and the local platform read it from there.
  */
 import { TABLE_KEYS, type PipelineInput } from 'tenang/config';
+import { REFERENCE_TABLE_KEYS } from 'tenang/reference';
 
 /** The declaration for a stage; only the stage name and region vary between stages. */
 export function referencePipeline(stageName: string, region: string): PipelineInput {
@@ -34,16 +35,17 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         hotKeys: [],
       },
     },
-    // Each with the key layout of the package adapter that reads it (DynamoDbOrderStore, …).
+    // Each with the key layout of the adapter that reads it: the reference's own (DynamoDbOrderStore,
+    // DynamoDbInventoryStore) or the kit's (DynamoDbLockStore, DynamoDbDedupStore).
     tables: [
       // The source of truth; its stream drives the cache invalidator and the outbox relay.
-      { name: 'orders', ...TABLE_KEYS.orders, stream: 'NEW_AND_OLD_IMAGES' },
+      { name: 'orders', ...REFERENCE_TABLE_KEYS.orders, stream: 'NEW_AND_OLD_IMAGES' },
       // Lease locks with fencing counters.
       { name: 'locks', ...TABLE_KEYS.locks },
       // Producer-side dedup records for standard queues (Q1).
       { name: 'dedup', ...TABLE_KEYS.dedup },
       // Stock per SKU, protected by lease locks with fencing.
-      { name: 'inventory', ...TABLE_KEYS.inventory },
+      { name: 'inventory', ...REFERENCE_TABLE_KEYS.inventory },
     ],
     jobTypes: [
       {

@@ -10,8 +10,8 @@
  * Pure: facts in, verdict out.
  */
 import type { CacheEntry } from '../../lib/core/ports';
-import { notificationKey } from '../../lib/core/notification';
-import { paymentCaptureKey } from '../../lib/core/payment';
+import { notificationKey } from '../../lib/reference/notification';
+import { paymentCaptureKey } from '../../lib/reference/payment';
 import type { LockTrace } from '../faults/fault-injection';
 import type { DlqEntry } from '../../lib/local/report-model';
 import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from '../../lib/local/scenario-declared-jobs';

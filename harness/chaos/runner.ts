@@ -22,16 +22,16 @@ import {
 } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { FAULT_PRELOAD_ARGV, LOCK_TRACE_PREFIX, setFaults, type LockTrace } from '../faults/fault-injection';
-import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { decodeEntry } from '../../lib/adapters/redis/redis-cache';
 import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
 import { makeEnvelope } from '../../lib/core/envelope';
-import { skuLockResource } from '../../lib/core/inventory';
-import { paymentCaptureKey } from '../../lib/core/payment';
+import { skuLockResource } from '../../lib/reference/inventory';
+import { paymentCaptureKey } from '../../lib/reference/payment';
 import type { CacheEntry } from '../../lib/core/ports';
 import type { ResolvedJobType } from '../../lib/config';
-import { TABLE_KEYS } from '../../lib/config/tables';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { LocalPlatform } from '../../lib/local/platform';
 import { pollUntil } from '../../lib/local/poll';
 import { freePort } from '../../lib/local/ports';
@@ -992,7 +992,7 @@ async function readOrders(
   tableName: string,
   orderIds: readonly string[],
 ): Promise<Map<string, { state: string; version: number }>> {
-  const key = TABLE_KEYS.orders.partitionKey;
+  const key = REFERENCE_TABLE_KEYS.orders.partitionKey;
   const out = new Map<string, { state: string; version: number }>();
   const unique = [...new Set(orderIds)];
   for (let n = 0; n < unique.length; n += 100) {

@@ -1,7 +1,8 @@
 /** OrderStore in memory, with DynamoDbOrderStore's conditions, for unit tests. */
 import { ConcurrentUpdateError, IllegalTransitionError } from '../../lib/core/errors';
 import type { Order } from '../../lib/core/order';
-import type { Clock, OrderStore } from '../../lib/core/ports';
+import type { Clock } from '../../lib/core/ports';
+import type { OrderStore } from '../../lib/reference/ports';
 import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../../lib/core/state-machine';
 
 /** An in-memory OrderStore; every method is atomic (JavaScript runs it without interleaving). */

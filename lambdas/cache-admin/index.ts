@@ -18,10 +18,11 @@ import {
 } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { CACHE_ADMIN_SERVICE } from '../../lib/config/metrics';
+import { cacheSourceTable } from '../../lib/config/load';
 import { StageSchema } from '../../lib/config/schema';
 import * as z from '../../lib/config/zod';
 import {
-  CacheAdminRefusedError,
+  noEntitySource,
   runCacheAdminRequest,
   type CacheAdminAnswer,
   type CacheAdminDeps,
@@ -35,13 +36,16 @@ export const SERVICE_NAME = CACHE_ADMIN_SERVICE;
 /** Scan progress is logged at most this often, milliseconds. */
 const PROGRESS_LOG_INTERVAL_MS = 5_000;
 
-/** The function's environment: the cache variables every cache client gets, and the orders table. */
+/** The function's environment: the cache variables every cache client gets, and the entities' table. */
 export const CacheAdminEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
     TENANG_STAGE: StageSchema.shape.name,
-    /** The table of the cached entities; absent when the pipeline declares none. */
-    ORDERS_TABLE: z.optional(z.string().check(z.minLength(1))),
+    /**
+     * The table of the cached entities (the one whose stream invalidates the cache); absent when
+     * no stream consumer uses the cache.
+     */
+    ENTITY_TABLE: z.optional(z.string().check(z.minLength(1))),
   })
   .check(cacheEnvCheck());
 
@@ -50,7 +54,7 @@ export interface CacheAdminHandlerDeps {
   readonly stage: string;
   readonly settings: CacheAdminDeps['settings'];
   readonly cache: EvictingCache;
-  /** Undefined when the deployment has no orders table: entity operations are then refused. */
+  /** Undefined when the deployment has no entities' table: entity operations are then refused. */
   readonly source: EntitySource | undefined;
   readonly logger: Logger;
   /** @default Math.random */
@@ -63,13 +67,7 @@ export function createHandler(
 ): (event: unknown, context?: Context) => Promise<CacheAdminAnswer> {
   const { logger } = deps;
   const source = (): Promise<EntitySource> =>
-    deps.source === undefined
-      ? Promise.reject(
-          new CacheAdminRefusedError(
-            `stage ${deps.stage} declares no orders table: there is no source of truth to fence entities at`,
-          ),
-        )
-      : Promise.resolve(deps.source);
+    deps.source === undefined ? Promise.reject(noEntitySource(deps.stage)) : Promise.resolve(deps.source);
   return async (event, context) => {
     if (context !== undefined) logger.addContext(context);
     // Who asked and why, as the CLI says (its own audit trail records the caller's identity too).
@@ -109,14 +107,23 @@ const connection = connectRedis(cacheConnectionSettings(env), {
   onError: (error) => logger.warn('Redis connection error', { error: error.message }),
 });
 
+/** The entities' source, when the stack gave the function their table. */
+function entitySource(table: string | undefined, partitionKey: string | undefined): EntitySource | undefined {
+  if (table === undefined) return undefined;
+  if (partitionKey === undefined) {
+    // The stack sets ENTITY_TABLE from the same declaration: a mismatch is a deployment bug.
+    throw new Error(
+      `ENTITY_TABLE is ${table} but the bundled declaration has no stream consumer that uses the cache`,
+    );
+  }
+  return new DynamoDbEntitySource(newDynamoDbClient(), table, partitionKey);
+}
+
 /** The deployed handler. */
 export const handler = createHandler({
   stage: env.TENANG_STAGE,
   settings: config.stage.cache,
   cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
-  source:
-    env.ORDERS_TABLE === undefined
-      ? undefined
-      : new DynamoDbEntitySource(newDynamoDbClient(), env.ORDERS_TABLE),
+  source: entitySource(env.ENTITY_TABLE, cacheSourceTable(config)?.partitionKey),
   logger,
 });

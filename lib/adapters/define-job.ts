@@ -83,7 +83,7 @@ export interface JobSetupContext {
 
 /** What a job's business function gets besides its payload. */
 export interface JobRunContext<P = unknown, S = undefined> {
-  readonly job: JobEnvelope<string> & { readonly payload: P };
+  readonly job: JobEnvelope<P>;
   /** 1-based attempt (the message's receive count). */
   readonly attempt: number;
   /** Every line carries the job's correlation id and idempotency key. */
@@ -125,10 +125,7 @@ export interface CustomJobIdempotency<P, S> {
    * UpdateItem of that item when the layer keeps the record on it, `guardedItemRecordAttr`):
    * nothing runs unless it held (needs a TransactionalDynamoDBPersistenceLayer). @default - none
    */
-  readonly claimPrecondition?: (
-    job: JobEnvelope<string> & { readonly payload: P },
-    state: S,
-  ) => StagedPrecondition;
+  readonly claimPrecondition?: (job: JobEnvelope<P>, state: S) => StagedPrecondition;
   /** Whether an error of the claim means the job's effect already happened: then duplicate_ignored. @default - never */
   readonly alreadyDone?: (error: unknown) => boolean;
 }
@@ -295,7 +292,7 @@ export function createJobHandler<P, S>(
     providerUrl: (name) => declared('provider', name, providerUrls[name]),
   };
   const state = (deps.state ?? definition.setup?.(setupContext)) as S;
-  const providersFor = (job: JobEnvelope<string>): Record<string, ProviderClient> =>
+  const providersFor = (job: JobEnvelope): Record<string, ProviderClient> =>
     Object.fromEntries(
       Object.entries(providerUrls).map(([name, base]) => [
         name,
@@ -317,9 +314,9 @@ export function createJobHandler<P, S>(
   }
   let transactional: TransactionalDynamoDBPersistenceLayer | undefined;
 
-  const runOnce = async (job: JobEnvelope<string>, ctx: JobContext): Promise<JobOutcome> => {
+  const runOnce = async (job: JobEnvelope, ctx: JobContext): Promise<JobOutcome> => {
     const answer = await definition.run(job.payload as P, {
-      job: job as JobEnvelope<string> & { readonly payload: P },
+      job: job as JobEnvelope<P>,
       attempt: ctx.attempt,
       logger: ctx.logger,
       metrics: deps.metrics,
@@ -341,7 +338,7 @@ export function createJobHandler<P, S>(
     return answer === undefined ? { kind: 'done' } : answer;
   };
 
-  let run: (job: JobEnvelope<string>, ctx: JobContext) => Promise<JobOutcome> = runOnce;
+  let run: (job: JobEnvelope, ctx: JobContext) => Promise<JobOutcome> = runOnce;
   if (idempotency === 'record' || custom !== undefined) {
     const persistenceStore =
       custom === undefined
@@ -370,7 +367,7 @@ export function createJobHandler<P, S>(
     // Now, not at the first call: a precondition is staged under the key Powertools will hash.
     transactional?.configure({ config, keyPrefix });
     const once = makeIdempotent(
-      async (job: JobEnvelope<string>, ctx: JobContext): Promise<JobOutcome> => {
+      async (job: JobEnvelope, ctx: JobContext): Promise<JobOutcome> => {
         // Without the precondition checked in the claim, the job would act blind.
         if (precondition !== undefined && transactional?.preconditionHeld(keyData(job)) !== true) {
           throw new Error('the claim precondition was not checked when the job was claimed');
@@ -393,10 +390,7 @@ export function createJobHandler<P, S>(
       const release =
         precondition === undefined
           ? undefined
-          : transactional?.stagePrecondition(
-              keyData(job),
-              precondition(job as JobEnvelope<string> & { readonly payload: P }, state),
-            );
+          : transactional?.stagePrecondition(keyData(job), precondition(job as JobEnvelope<P>, state));
       let outcome: JobOutcome & { replayed?: boolean };
       try {
         outcome = (await once(job, ctx)) as JobOutcome & { replayed?: boolean };
@@ -435,7 +429,7 @@ export function createJobHandler<P, S>(
     };
   }
 
-  const handle: JobHandler<string> = async (job, ctx) => {
+  const handle: JobHandler<P> = async (job, ctx) => {
     if (jobType.criticality !== 'critical' && deps.isDegraded !== undefined) {
       const degraded = await degradedOrFalse(deps.isDegraded, ctx.logger);
       if (consumerAdmission(jobType.criticality, degraded) === 'defer') {
@@ -465,7 +459,7 @@ export function createJobHandler<P, S>(
 }
 
 /** What the idempotent function hashes: the key and the payload (the rest of the envelope varies per send). */
-function keyData(job: JobEnvelope<string>): JSONValue {
+function keyData(job: JobEnvelope): JSONValue {
   return { idempotencyKey: job.idempotencyKey, payload: job.payload as JSONValue };
 }
 

@@ -11,7 +11,11 @@ export { Observability, type ObservabilityProps } from '../infra/observability';
 export { ControlFlags, type ControlFlagsProps, type ControlledConsumer } from '../infra/control-flags';
 export { Tables, type TablesProps } from '../infra/tables';
 export { Cache, type CacheProps } from '../infra/cache';
-export { Ingress, type IngressProps } from '../infra/ingress';
+/**
+ * The reference app's HTTP ingress (lib/reference/ingress.ts): exported here, not from
+ * `tenang/reference`, because it is CDK code and `tenang/reference` is what functions import.
+ */
+export { Ingress, type IngressProps } from '../reference/ingress';
 export { TenangFunction, type TenangFunctionProps } from '../infra/tenang-function';
 export { grantItems, grantSend, grantParameterRead } from '../infra/grants';
 export { targetTraits, STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY, type TargetTraits } from '../infra/target';

@@ -1,30 +1,27 @@
 /**
- * `tenang/reference`: the reference pipeline's domain (payments, notifications, stock
- * reservations) and its adapters, for the job modules of examples/reference and apps that reuse
- * them. The kit itself (runner, idempotency, locks, breakers) is `tenang/runtime`.
+ * `tenang/reference`: the reference app's domain (payments, notifications, stock reservations)
+ * and its adapters, for the job modules of examples/reference and apps that reuse them; its
+ * sources are lib/reference/ (and, while the kit's cache operations still know the cache's one
+ * entity, the order, lib/core/order.ts, state-machine.ts and cache-keys.ts). The kit itself
+ * (runner, idempotency, locks, dedup, the outbox relay, breakers) is `tenang/runtime`; what is
+ * generic is exported here too, as it always was, for the reference's modules.
  */
 export {
   PaymentCapturePayload,
   NotificationSendPayload,
   InventoryReservePayload,
+  PAYLOADS,
+  isReferenceJobType,
   type JobTypeName,
-} from '../core/envelope';
-export { OrderSchema, OrderLineSchema, type Order, type OrderLine } from '../core/order';
+  type PayloadOf,
+} from '../reference/payloads';
+export { REFERENCE_TABLE_KEYS } from '../reference/tables';
+export { OrderSchema, OrderLineSchema, CorruptOrderError, type Order, type OrderLine } from '../core/order';
 export { ORDER_STATES, type OrderState } from '../core/state-machine';
-export {
-  becamePaid,
-  followUpsForOrderChange,
-  relayFollowUps,
-  type Enqueue,
-  type FollowUp,
-  type FollowUpOutcome,
-} from '../core/outbox';
+export { relayFollowUps, type Enqueue, type FollowUp, type FollowUpOutcome } from '../core/outbox';
+export { becamePaid, followUpKey, followUpsForOrderChange } from '../reference/order-follow-ups';
 export { orderCacheKey, keysForOrderChange, type OrderKeyFields } from '../core/cache-keys';
-export {
-  readOrderChange,
-  type OrderStreamChange,
-  type UnknownStreamRecord,
-} from '../adapters/aws/order-stream';
+export { readOrderChange, type OrderStreamChange, type UnknownStreamRecord } from '../reference/order-stream';
 export {
   capturePayment,
   captureGuard,
@@ -36,14 +33,14 @@ export {
   type CaptureResult,
   type PaymentProvider,
   type StagedTransition,
-} from '../core/payment';
+} from '../reference/payment';
 export {
   sendNotification,
   notificationKey,
   type MessagingProvider,
   type OutgoingMessage,
   type NotificationOutcome,
-} from '../core/notification';
+} from '../reference/notification';
 export {
   reserveStock,
   skuLockResource,
@@ -51,10 +48,11 @@ export {
   UnknownSkuError,
   type InventoryStore,
   type ReserveOutcome,
-} from '../core/inventory';
-export type { DedupStore, OrderStore } from '../core/ports';
-export { DynamoDbOrderStore } from '../adapters/aws/dynamodb-order-store';
+} from '../reference/inventory';
+export type { DedupStore } from '../core/ports';
+export type { OrderStore } from '../reference/ports';
+export { DynamoDbOrderStore } from '../reference/dynamodb-order-store';
 export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
-export { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
-export { HttpPaymentProvider } from '../adapters/http/payment-provider';
-export { HttpMessagingProvider } from '../adapters/http/messaging-provider';
+export { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+export { HttpPaymentProvider } from '../reference/payment-provider';
+export { HttpMessagingProvider } from '../reference/messaging-provider';

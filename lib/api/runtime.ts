@@ -2,8 +2,9 @@
  * `tenang/runtime`: what a consumer function is made of. The SQS job runner (envelope parsing,
  * failure policy, partial batch responses, deferral, DLQ with error class), the Powertools
  * persistence layer that commits a job's state transition with its idempotency record, the
- * lease lock with fencing tokens, the circuit breaker and token bucket for providers, cache-aside
- * over Redis, the error classes and the backoff.
+ * lease lock with fencing tokens, claim-once dedup records and the outbox relay over them, the
+ * circuit breaker and token bucket for providers, cache-aside over Redis, the error classes and
+ * the backoff.
  */
 export {
   defineJob,
@@ -56,6 +57,15 @@ export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adap
 export { METRIC } from '../config/metrics';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
 export { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
+export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
+export type { ClaimResult, DedupStore } from '../core/ports';
+export {
+  relayFollowUps,
+  type Enqueue,
+  type FollowUp,
+  type FollowUpOutcome,
+  type OutboxDeps,
+} from '../core/outbox';
 export {
   CacheAside,
   invalidateKeys,
@@ -92,7 +102,7 @@ export { decideRetry, fullJitterDelaySeconds, type RetryDecision, type Random } 
 export { admit, type Admission } from '../core/admission';
 export { SsmDegradeFlag, degradedOrFalse } from '../adapters/aws/ssm-degrade-flag';
 export { reportPermissionDenial, type DenialReport } from '../adapters/aws/permission-denial';
-export { sequenceNumberOf } from '../adapters/aws/order-stream';
+export { sequenceNumberOf, streamItemKey } from '../adapters/aws/stream-record';
 export { parseEnvelope, makeEnvelope, ENVELOPE_VERSION, type JobEnvelope } from '../core/envelope';
 export { stageConfig, parseFunctionEnv, FunctionEnvError } from '../adapters/lambda-env';
 export { observability } from '../adapters/powertools';

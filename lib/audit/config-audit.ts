@@ -10,7 +10,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PipelineConfig } from '../config';
-import { PAYLOADS } from '../core/envelope';
 import { RUNBOOK } from '../infra/observability';
 import { checklistItem, type AuditLevel, type ChecklistItem, type ItemFinding } from './checklist';
 import { RULE_PREFIX } from './rules';
@@ -87,8 +86,8 @@ function consumers(config: PipelineConfig): {
   owner: string;
   runbook: string;
   /**
-   * A job type a drill that takes any job type can play on with --job-type: one beyond the
-   * reference's, with jobs to send (a samplePayload), as lib/drills/drill-jobs.ts accepts it.
+   * A job type a drill that takes any job type can play on with --job-type: one with jobs to
+   * send (a samplePayload), as lib/drills/drill-jobs.ts accepts it.
    */
   anyJobTypeDrills: boolean;
 }[] {
@@ -99,7 +98,7 @@ function consumers(config: PipelineConfig): {
       consumer: j.consumer,
       owner: j.owner,
       runbook: j.runbook,
-      anyJobTypeDrills: !(j.name in PAYLOADS) && j.samplePayload !== undefined,
+      anyJobTypeDrills: j.samplePayload !== undefined,
     })),
     ...config.streamConsumers.map((s, i) => ({
       at: `streamConsumers[${i}]`,
@@ -179,10 +178,11 @@ const CONFIG_RULES: readonly ConfigRule[] = [
         if (c.anyJobTypeDrills)
           for (const d of anyJobType)
             if (d.runbook !== c.runbook) add(c.runbook, `${d.name} --job-type ${c.name}`);
+        // A job type no drill exercises by name could be drilled once it has jobs to send.
         if (
           !c.anyJobTypeDrills &&
           c.at.startsWith('jobTypes') &&
-          !(c.name in PAYLOADS) &&
+          !dirs.drills.some((d) => d.consumers.includes(c.consumer)) &&
           anyJobType.length > 0
         )
           undrillable.set(c.runbook, c.name);

@@ -463,7 +463,7 @@ export function stageFromConfig(config: PipelineConfig, stackName: string): Stag
       from: "the CDK's default (no cdk.out given)",
     },
     notes: [
-      'functions the app adds to the stack itself (the reference app: ingress, order-reader) are not in the declaration: give --cdk-out <dir> (after cdk synth) to count them',
+      "functions the app adds to the stack itself (e.g. the reference app's HTTP ingress and order reader) are not in the declaration: give --cdk-out <dir> (after cdk synth) to count them",
     ],
   };
 }

@@ -55,7 +55,7 @@ export interface ResolvedTable extends Table {
   readonly tableName: string;
 }
 
-/** `payment.capture` → `payment-capture`. */
+/** `invoice.issue` → `invoice-issue`. */
 export function jobTypeSlug(name: string): string {
   return name.replace(/\./g, '-');
 }
@@ -164,22 +164,22 @@ export function resolveTable(stage: Stage, table: Table): ResolvedTable {
   return { ...table, tableName: `tenang-${stage.name}-${table.name}` };
 }
 
-/** `notification.send` → `NOTIFICATION_SEND`, `dead-letters` → `DEAD_LETTERS`. */
+/** `invoice.issue` → `INVOICE_ISSUE`, `dead-letters` → `DEAD_LETTERS`. */
 function variableStem(name: string): string {
   return name.toUpperCase().replace(/[.-]/g, '_');
 }
 
-/** The variable holding a table's name in a consumer's environment: `orders` → `ORDERS_TABLE`. */
+/** The variable holding a table's name in a consumer's environment: `invoices` → `INVOICES_TABLE`. */
 export function tableVariable(table: string): string {
   return `${variableStem(table)}_TABLE`;
 }
 
-/** The variable holding a job type's queue URL: `notification.send` → `NOTIFICATION_SEND_QUEUE_URL`. */
+/** The variable holding a job type's queue URL: `invoice.issue` → `INVOICE_ISSUE_QUEUE_URL`. */
 export function queueUrlVariable(jobTypeName: string): string {
   return `${variableStem(jobTypeName)}_QUEUE_URL`;
 }
 
-/** The variable holding a provider's URL: `payment` → `PAYMENT_PROVIDER_URL`. */
+/** The variable holding a provider's URL: `invoicing` → `INVOICING_PROVIDER_URL`. */
 export function providerVariable(provider: string): string {
   return `${provider.toUpperCase()}_PROVIDER_URL`;
 }

@@ -310,6 +310,17 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   };
 }
 
+/**
+ * The table that is the cached entities' source of truth: the one whose stream the stream
+ * consumer that uses the cache (`resources.cache`, e.g. the reference app's cache invalidator)
+ * reads, so the table whose changes invalidate the cache. Undefined when no stream consumer uses
+ * the cache: entity invalidations then have nothing to fence at, and a flush warms no hot key.
+ */
+export function cacheSourceTable(config: PipelineConfig): ResolvedTable | undefined {
+  const invalidator = config.streamConsumers.find((s) => s.resources.cache);
+  return invalidator === undefined ? undefined : config.tables.find((t) => t.name === invalidator.table);
+}
+
 /** Finds a job type by name, or throws listing the known ones. */
 export function jobTypeByName(config: PipelineConfig, name: string): ResolvedJobType {
   const found = config.jobTypes.find((j) => j.name === name);

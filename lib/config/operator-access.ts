@@ -134,7 +134,7 @@ export const OPERATOR_COMMANDS: readonly OperatorCommandAccess[] = [
     command: 'cache invalidate',
     touches: [
       'the Valkey cache in its VPC (through the cache-admin function)',
-      'the orders table (GetItem, by the function)',
+      "the cached entities' table (GetItem, by the function)",
       '--bump-version: nothing (a plan printed locally)',
     ],
     actions: ['lambda:InvokeFunction'],
@@ -144,7 +144,7 @@ export const OPERATOR_COMMANDS: readonly OperatorCommandAccess[] = [
     command: 'cache flush',
     touches: [
       'the Valkey cache in its VPC (through the cache-admin function)',
-      'the orders table for the hot keys (GetItem, by the function)',
+      "the cached entities' table for the hot keys (GetItem, by the function)",
     ],
     actions: ['lambda:InvokeFunction'],
     network: { kind: 'via-function', service: CACHE_ADMIN_SERVICE, target: 'cache' },

@@ -57,7 +57,7 @@ const FunctionSchema = z.object({
  * A table's name as the declaration writes it: kebab-case, part of its physical name
  * `tenang-<stage>-<name>` and of its variable `<NAME>_TABLE` (`-` becomes `_`).
  */
-export const TableName = kebabName('must be kebab-case, e.g. orders');
+export const TableName = kebabName('must be kebab-case, e.g. invoices');
 export type TableName = z.infer<typeof TableName>;
 
 /** What a table's stream carries (DynamoDB's StreamViewType). */
@@ -94,11 +94,11 @@ export type TableAction = z.infer<typeof TableAction>;
 const TableGrantsSchema = z.record(TableName, z.array(TableAction).check(z.minLength(1)));
 
 const providerName = (): z.ZodMiniString<string> =>
-  z.string().check(z.regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits, e.g. payment'));
+  z.string().check(z.regex(/^[a-z][a-z0-9]*$/, 'must be lower-case letters and digits, e.g. invoicing'));
 
-/** A job type's name as it appears in the envelope, e.g. `payment.capture`. */
+/** A job type's name as it appears in the envelope, e.g. `invoice.issue`. */
 const jobTypeName = (): z.ZodMiniString<string> =>
-  z.string().check(z.regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. payment.capture'));
+  z.string().check(z.regex(/^[a-z]+(\.[a-z]+)+$/, 'must look like "domain.action", e.g. invoice.issue'));
 
 /** A handler module, relative to the app's directory, exporting `handler`. */
 const entryPath = (): z.ZodMiniString<string> =>
@@ -125,7 +125,7 @@ export const JobResourcesSchema = z.object({
 export type JobResources = z.output<typeof JobResourcesSchema>;
 
 export const JobTypeSchema = z.object({
-  /** Job type name as it appears in the envelope, e.g. `payment.capture`. */
+  /** Job type name as it appears in the envelope, e.g. `invoice.issue`. */
   name: jobTypeName(),
   /** The consumer function's logical name; the pause flag and the ESM are keyed on it. */
   consumer: kebabName('must be kebab-case'),
@@ -206,12 +206,12 @@ export const StreamResourcesSchema = z.object({
 });
 export type StreamResources = z.output<typeof StreamResourcesSchema>;
 
-/** A DynamoDB stream consumer (in the reference: the cache invalidator and the outbox relay). */
+/** A DynamoDB stream consumer (e.g. the reference app's cache invalidator and outbox relay). */
 export const StreamConsumerSchema = z.object({
   consumer: kebabName('must be kebab-case'),
   /** The declared table whose stream it consumes (the table must declare a stream). */
   table: TableName,
-  /** The handler module, relative to the app's directory (e.g. `functions/outbox-relay.ts`). */
+  /** The handler module, relative to the app's directory (e.g. `functions/invoice-relay.ts`). */
   entry: entryPath(),
   /** What it uses (grants, variables, VPC placement). @default none */
   resources: z._default(StreamResourcesSchema, { tables: {}, queues: [], cache: false, degradeFlag: false }),

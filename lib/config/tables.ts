@@ -3,18 +3,18 @@ import type { TableInput } from './schema';
 
 /**
  * Key and TTL attribute names of the tables the package's own code reads and writes: its
- * idempotency table, and the layouts its adapters expect (DynamoDbOrderStore, DynamoDbLockStore,
- * DynamoDbDedupStore, DynamoDbInventoryStore). An app that uses an adapter declares its table
- * with the adapter's layout (`{ name: 'locks', ...TABLE_KEYS.locks }`), so the two cannot drift.
+ * idempotency table, and the layouts its adapters expect (DynamoDbLockStore, DynamoDbDedupStore).
+ * An app that uses an adapter declares its table with the adapter's layout
+ * (`{ name: 'leases', ...TABLE_KEYS.locks }`), so the two cannot drift; `tenang lock` finds the
+ * lease-lock tables by this layout.
  */
 export const TABLE_KEYS = {
-  orders: { partitionKey: 'orderId' },
   /** Powertools idempotency's default layout. */
   idempotency: { partitionKey: 'id', ttl: 'expiration' },
+  /** Lease locks with fencing counters (DynamoDbLockStore). */
   locks: { partitionKey: 'resource', ttl: 'expiresAtEpoch' },
+  /** Claim-once records with a TTL (DynamoDbDedupStore). */
   dedup: { partitionKey: 'dedupKey', ttl: 'expiration' },
-  /** Stock per SKU; writes carry the lock's fencing token (L3). */
-  inventory: { partitionKey: 'sku' },
 } as const;
 
 /**

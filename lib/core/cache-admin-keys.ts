@@ -30,12 +30,6 @@ export interface EntityRef {
   readonly id: string;
 }
 
-/**
- * The declared table that is each entity's source of truth (the pipeline's `orders` table for
- * `order`): what an entity invalidation and the flush's warming read.
- */
-export const ENTITY_TABLES: { readonly [E in CachedEntity]: string } = { order: 'orders' };
-
 /** The cache key of each entity, as lib/core/cache-keys.ts builds it. */
 const KEY_OF: { readonly [E in CachedEntity]: (keyspace: CacheKeyspace, id: string) => string } = {
   order: orderCacheKey,

@@ -84,6 +84,16 @@ export interface CacheAdminDeps {
 /** The operation was refused as asked (a prefix outside the stage, an invalid hot key): permanent. */
 export class CacheAdminRefusedError extends PermanentError {}
 
+/**
+ * The refusal of an operation that needs the source of truth on a stage that has none: no stream
+ * consumer uses the cache, so no table's changes invalidate it (lib/config/load.ts cacheSourceTable).
+ */
+export function noEntitySource(stage: string): CacheAdminRefusedError {
+  return new CacheAdminRefusedError(
+    `stage ${stage} has no stream consumer that uses the cache (resources.cache): no table is the cached entities' source of truth to fence them at`,
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Results
 
@@ -126,7 +136,7 @@ export type FlushResult = {
   /** The stage's keyspace across schema versions (`tenang:<stage>:`). */
   readonly prefix: string;
   readonly dryRun: boolean;
-  /** The orders table the hot keys were read from; undefined when the config names none. */
+  /** The source table the hot keys were read from; undefined when there was none to read. */
   readonly table: string | undefined;
   readonly hotKeys: readonly HotKeyReport[];
 } & PrefixEviction;

@@ -1,5 +1,6 @@
 /**
- * The job envelope every queued message carries, and the payload of each job type.
+ * The job envelope every queued message carries: its job type, idempotency key, correlation id
+ * and a payload, checked against the job type's own schema (a job module's `payload`).
  * A message that does not parse is a permanent error (bad input never improves by retrying).
  */
 import * as z from '../config/zod';
@@ -11,62 +12,11 @@ export const ENVELOPE_VERSION = 1;
 /** Largest payload accepted, in bytes of JSON (SQS allows 1 MiB per message; jobs stay small). */
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
 
-const id = z
-  .string()
-  .check(z.minLength(1), z.maxLength(128), z.regex(/^[A-Za-z0-9._:-]+$/, 'only letters, digits and . _ : -'));
-
-/** payment.capture: capture an order's payment exactly once. */
-export const PaymentCapturePayload = z.object({
-  orderId: id,
-  paymentId: id,
-  amountMinor: z.int().check(z.positive(), z.lte(100_000_000)),
-  currency: z.string().check(z.regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code')),
-});
-export type PaymentCapturePayload = z.infer<typeof PaymentCapturePayload>;
-
-/** notification.send: tell the customer about an order. */
-export const NotificationSendPayload = z.object({
-  orderId: id,
-  template: z.enum(['order-paid', 'order-shipped', 'payment-failed']),
-  recipient: z.email(),
-  /** The order version that triggered it; dedup is per (order, template). */
-  orderVersion: z.int().check(z.nonnegative()),
-});
-export type NotificationSendPayload = z.infer<typeof NotificationSendPayload>;
-
-/** inventory.reserve: reserve stock for an order line. */
-export const InventoryReservePayload = z.object({
-  orderId: id,
-  sku: id,
-  quantity: z.int().check(z.positive(), z.lte(10_000)),
-});
-export type InventoryReservePayload = z.infer<typeof InventoryReservePayload>;
-
-/** Payload schema per job type. */
-export const PAYLOADS = {
-  'payment.capture': PaymentCapturePayload,
-  'notification.send': NotificationSendPayload,
-  'inventory.reserve': InventoryReservePayload,
-} as const;
-/** A job type of the reference pipeline, whose payload schema this module holds. */
-export type JobTypeName = keyof typeof PAYLOADS;
-/** The payload of a job type: the reference's from PAYLOADS; any other app's as its schema says. */
-export type PayloadOf<T extends string> = T extends JobTypeName ? z.infer<(typeof PAYLOADS)[T]> : unknown;
-
-/**
- * The payload schema of a reference job type, or a permissive one for any other: code that knows
- * an app only by its config (the CLI replaying a DLQ) checks the envelope, and the consumer checks
- * the payload again when the job runs.
- */
-export function knownPayloadSchema(name: string): PayloadSchema {
-  return (PAYLOADS as Readonly<Record<string, PayloadSchema>>)[name] ?? z.unknown();
-}
-
 /** A job type name as the config requires it: `domain.action`. */
 export const JOB_TYPE_NAME = /^[a-z]+(\.[a-z]+)+$/;
 
 const EnvelopeSchema = z.object({
-  type: z.string().check(z.regex(JOB_TYPE_NAME, 'must be a job type name such as payment.capture')),
+  type: z.string().check(z.regex(JOB_TYPE_NAME, 'must be a job type name such as invoice.issue')),
   version: z.int().check(z.gte(1)),
   idempotencyKey: z.string().check(z.minLength(1), z.maxLength(256)),
   correlationId: z.string().check(z.minLength(1), z.maxLength(128)),
@@ -74,13 +24,14 @@ const EnvelopeSchema = z.object({
   enqueuedAt: z.iso.datetime({ offset: true }),
 });
 
-/** A parsed, validated job. */
-export interface JobEnvelope<T extends string = JobTypeName> {
-  readonly type: T;
+/** A parsed, validated job whose payload is a `P` (its job type's schema said so). */
+export interface JobEnvelope<P = unknown> {
+  /** The job type's name (`domain.action`). */
+  readonly type: string;
   readonly version: number;
   readonly idempotencyKey: string;
   readonly correlationId: string;
-  readonly payload: PayloadOf<T>;
+  readonly payload: P;
   readonly enqueuedAt: string;
 }
 
@@ -91,21 +42,20 @@ function issues(error: z.core.$ZodError, prefix = ''): string[] {
 }
 
 /** The schema of a payload (any zod/mini schema). */
-export type PayloadSchema = z.ZodMiniType;
+export type PayloadSchema<P = unknown> = z.ZodMiniType<P>;
 
 /**
  * Parses a message body into an envelope of the expected job type, its payload checked with
- * `payloadSchema` (a reference job type's own when not given).
+ * `payloadSchema` (the job type's own; code that knows a job type only by its declaration, such
+ * as the CLI replaying a DLQ, passes `z.unknown()` and leaves the payload to the consumer).
  * @throws ValidationError (permanent) for invalid JSON, a wrong schema, an unknown or
  * unexpected type, a future version or an oversize payload.
  */
-export function parseEnvelope<T extends string>(
+export function parseEnvelope<P>(
   body: string,
-  expectedType: T,
-  payloadSchema?: PayloadSchema,
-): JobEnvelope<T> {
-  const schema = payloadSchema ?? (PAYLOADS as Readonly<Record<string, PayloadSchema>>)[expectedType];
-  if (schema === undefined) throw new Error(`no payload schema for job type ${expectedType}`);
+  expectedType: string,
+  payloadSchema: PayloadSchema<P>,
+): JobEnvelope<P> {
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -137,18 +87,18 @@ export function parseEnvelope<T extends string>(
   if (size > MAX_PAYLOAD_BYTES) {
     throw new ValidationError('payload too large', [`payload: ${size} bytes exceeds ${MAX_PAYLOAD_BYTES}`]);
   }
-  const payload = schema.safeParse(e.payload);
+  const payload = payloadSchema.safeParse(e.payload);
   if (!payload.success)
     throw new ValidationError(`invalid ${expectedType} payload`, issues(payload.error, 'payload'));
-  return { ...e, type: expectedType, payload: payload.data as PayloadOf<T> };
+  return { ...e, type: expectedType, payload: payload.data };
 }
 
 /** Builds an envelope for a producer. */
-export function makeEnvelope<T extends string>(
-  type: T,
-  payload: PayloadOf<T>,
+export function makeEnvelope<P>(
+  type: string,
+  payload: P,
   opts: { idempotencyKey: string; correlationId: string; now: Date },
-): JobEnvelope<T> {
+): JobEnvelope<P> {
   return {
     type,
     version: ENVELOPE_VERSION,

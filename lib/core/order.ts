@@ -1,4 +1,9 @@
-/** The order: the source of truth in DynamoDB, read through the cache, streamed to the outbox. */
+/**
+ * The order: the reference app's source of truth in DynamoDB, read through the cache, streamed to
+ * its outbox. It is here, not in lib/reference, because the kit's cache operations
+ * (lib/core/cache-admin.ts, lib/adapters/aws/entity-source.ts) still know the cache's one entity,
+ * the order, by its schema.
+ */
 import * as z from '../config/zod';
 import { ORDER_STATES } from './state-machine';
 
@@ -26,3 +31,23 @@ export const OrderSchema = z.object({
 });
 export type Order = z.infer<typeof OrderSchema>;
 export type OrderLine = z.infer<typeof OrderLineSchema>;
+
+/** A stored item that is not a valid order (a bug or a manual edit): never guessed at. */
+export class CorruptOrderError extends Error {
+  public constructor(orderId: string, problems: readonly string[]) {
+    super(`order ${orderId} is not a valid order: ${problems.join('; ')}`);
+    this.name = 'CorruptOrderError';
+  }
+}
+
+/** A stored `item` as an order, or CorruptOrderError naming every invalid field. */
+export function parseStoredOrder(orderId: string, item: Record<string, unknown>): Order {
+  const parsed = OrderSchema.safeParse(item);
+  if (!parsed.success) {
+    throw new CorruptOrderError(
+      orderId,
+      parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'item'}: ${i.message}`),
+    );
+  }
+  return parsed.data;
+}

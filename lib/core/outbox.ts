@@ -1,27 +1,25 @@
 /**
- * The transactional outbox (D6): follow-up jobs of an order change, derived from the orders
- * table's stream, never sent by a consumer after its commit.
+ * The transactional outbox's relay (D6): follow-up jobs of a change to a table, derived from the
+ * table's stream by a stream consumer, never sent by a job's consumer after its commit (which
+ * jobs a change has is the app's: e.g. the reference app's lib/reference/order-follow-ups.ts).
  *
- * When an order becomes PAID, one `notification.send` (order-paid) and one `inventory.reserve`
- * per line are enqueued. Each carries an idempotency key derived from the order, its version and
- * the job, and is guarded by a producer-side dedup claim on that key (Q1), so a stream record
- * delivered twice enqueues once. A claim left in flight by a dead attempt is never taken for
- * done: a redelivery of the same change takes it over and sends (the claim names the change);
- * any other claimant is retried until that claim expires, then sends. Degrade mode (B3): sheddable
- * work is not enqueued (counted and logged by the caller), deferrable work is enqueued with a
- * delay, critical work goes ahead.
+ * Each follow-up carries an idempotency key derived from the change and the job, and is guarded
+ * by a producer-side dedup claim on that key (Q1), so a stream record delivered twice enqueues
+ * once. A claim left in flight by a dead attempt is never taken for done: a redelivery of the same
+ * change takes it over and sends (the claim names the change); any other claimant is retried
+ * until that claim expires, then sends. Degrade mode (B3): sheddable work is not enqueued
+ * (counted and logged by the caller), deferrable work is enqueued with a delay, critical work
+ * goes ahead.
  */
 import type { Criticality } from '../config/schema';
 import { admit } from './admission';
 import type { Random } from './backoff';
 import { degradeDeferSeconds } from './deferral';
-import { makeEnvelope, type JobEnvelope, type JobTypeName } from './envelope';
+import type { JobEnvelope } from './envelope';
 import { ClaimInFlightError } from './errors';
-import type { Order } from './order';
 import type { DedupStore } from './ports';
-import type { OrderState } from './state-machine';
 
-/** One follow-up job of an order change. */
+/** One follow-up job of a change. */
 export interface FollowUp {
   /** Producer-side dedup record key (Q1): `outbox:` + the idempotency key. */
   readonly dedupKey: string;
@@ -42,7 +40,7 @@ export interface OutboxDeps {
   readonly dedup: DedupStore;
   readonly enqueue: Enqueue;
   /** The declared criticality of a job type (pipeline config). */
-  readonly criticalityOf: (type: JobTypeName) => Criticality;
+  readonly criticalityOf: (type: string) => Criticality;
   readonly degraded: boolean;
   readonly random: Random;
   /**
@@ -68,68 +66,14 @@ export interface OutboxDeps {
   readonly onDedupFailure?: (step: 'confirm' | 'release', key: string, error: unknown) => void;
 }
 
-/** Whether this change makes the order PAID (an insert as PAID counts). */
-export function becamePaid(oldState: OrderState | undefined, newState: OrderState | undefined): boolean {
-  return newState === 'PAID' && oldState !== 'PAID';
-}
-
-/** The idempotency key of a follow-up: order, version and job, so each change's jobs are distinct. */
-export function followUpKey(orderId: string, version: number, job: string): string {
-  return `order:${orderId}:v${version}:${job}`;
-}
-
-/**
- * The follow-up jobs of a change from `oldState` to `order` (undefined when the order was
- * removed). Only the change into PAID has follow-ups.
- */
-export function followUpsForOrderChange(
-  oldState: OrderState | undefined,
-  order: Order | undefined,
-  now: Date,
-): FollowUp[] {
-  if (order === undefined || !becamePaid(oldState, order.state)) return [];
-  const correlationId = order.orderId;
-  const followUp = (envelope: JobEnvelope): FollowUp => ({
-    dedupKey: `outbox:${envelope.idempotencyKey}`,
-    envelope,
-  });
-  const notification = makeEnvelope(
-    'notification.send',
-    {
-      orderId: order.orderId,
-      template: 'order-paid',
-      recipient: order.customerEmail,
-      orderVersion: order.version,
-    },
-    {
-      idempotencyKey: followUpKey(order.orderId, order.version, 'notification.send:order-paid'),
-      correlationId,
-      now,
-    },
-  );
-  // The line index is part of the key: two lines of one SKU are two reservations.
-  const reservations = order.lines.map((line, index) =>
-    makeEnvelope(
-      'inventory.reserve',
-      { orderId: order.orderId, sku: line.sku, quantity: line.quantity },
-      {
-        idempotencyKey: followUpKey(order.orderId, order.version, `inventory.reserve:${index}:${line.sku}`),
-        correlationId,
-        now,
-      },
-    ),
-  );
-  return [followUp(notification), ...reservations.map(followUp)];
-}
-
 /**
  * Enqueues each follow-up once per dedup key, applying degrade-mode admission. A failed enqueue
  * gives its claim back and throws, so the stream record is retried; follow-ups enqueued before it
  * are found done on the retry.
  * A claim in flight under `claimOwner` (an earlier, ended attempt of the same change) is taken
  * over at once. At worst a job is then sent twice (the dead attempt sent but did not confirm),
- * which the consumers' own dedup absorbs (Q2: notification key and provider idempotency key,
- * reservation per order).
+ * which the consumers' own dedup must absorb (Q2; e.g. the reference app's notification key and
+ * provider idempotency key, its reservation per order).
  * @throws ClaimInFlightError (transient) when another claimant's claim holds a follow-up: it may
  * have died between its claim and its send, so skipping would lose the job. The stream record is
  * retried; once the claim expires the retry sends it.

@@ -1,7 +1,8 @@
 /**
  * Replay safety (R5, X3): what to do with one dead-lettered job. Replay is never blind: a job
- * whose effect already happened is dropped from the DLQ instead of run again, filters narrow
- * what is touched, and a message that can never succeed is left where it is.
+ * whose effect is known to have happened is dropped from the DLQ instead of run again (any other
+ * is sent back to a consumer that must be idempotent anyway), filters narrow what is touched, and
+ * a message that can never succeed is left where it is.
  */
 
 /** A dead-lettered message as the DLQ holds it, with the failure context the runner attached (R3). */
@@ -69,5 +70,6 @@ export async function decideReplay(
     return { action: 'fail', reason: `not a valid job, a replay would fail again: ${job.problem}` };
   const check = await effect();
   if (check.done) return { action: 'skip-already-done', reason: `already done: ${check.evidence}` };
-  return { action: 'replay', reason: 'its effect has not happened' };
+  // Not known to be done: the consumer's own idempotency decides whether it runs again.
+  return { action: 'replay', reason: 'no record says its effect happened' };
 }

@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
-import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
-import { skuLockResource } from '../core/inventory';
+import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+import { skuLockResource } from '../reference/inventory';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillContext } from './drill';
 import { DRILL_STOCK, placePaidOrders, seedSku, tables } from './support';

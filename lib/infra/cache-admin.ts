@@ -6,8 +6,8 @@
  * to run their operations there (lambdas/cache-admin, lib/core/cache-admin.ts).
  *
  * Its grants are what the operations use: elasticache:Connect as the app user (IAM auth), and
- * GetItem on the orders table (an entity invalidation fences at the order's current version; a
- * flush warms the hot keys from it). A version bump writes nothing (it is a code change), so it
+ * GetItem on the cached entities' table, the one whose stream invalidates the cache (an entity
+ * invalidation fences at the entity's current version; a flush warms the hot keys from it). A version bump writes nothing (it is a code change), so it
  * needs none.
  *
  * No reserved concurrency: reserving any fails the deploy in an account whose concurrency quota
@@ -38,10 +38,11 @@ export interface CacheAdminProps {
   /** The handler's entry file (lambdas/cache-admin/index.ts). */
   readonly entry: string;
   /**
-   * The cached entities' source of truth (the declared `orders` table).
+   * The cached entities' source of truth: the declared table whose stream invalidates the cache
+   * (lib/config/load.ts cacheSourceTable).
    * @default - none: entity invalidations are refused, a flush warms no hot key
    */
-  readonly ordersTable?: dynamodb.ITable;
+  readonly entityTable?: dynamodb.ITable;
 }
 
 /** The cache-admin function, in the cache's VPC. */
@@ -59,7 +60,7 @@ export class CacheAdmin extends Construct {
       environment: {
         TENANG_STAGE: props.stageName,
         ...props.cache.connectionEnvironment,
-        ...(props.ordersTable === undefined ? {} : { ORDERS_TABLE: props.ordersTable.tableName }),
+        ...(props.entityTable === undefined ? {} : { ENTITY_TABLE: props.entityTable.tableName }),
       },
       vpc: props.cache.functionPlacement,
       noAsyncDlqReason:
@@ -67,6 +68,6 @@ export class CacheAdmin extends Construct {
     });
     const fn = this.function.function;
     props.cache.grantConnect(fn);
-    if (props.ordersTable !== undefined) grantItems(props.ordersTable, fn, ['GetItem']);
+    if (props.entityTable !== undefined) grantItems(props.entityTable, fn, ['GetItem']);
   }
 }

@@ -1,6 +1,6 @@
 /** Construct ids derived from declared names, so a declaration's names fix their logical ids. */
 
-/** `payment.capture` → `PaymentCapture`, `outbox-relay` → `OutboxRelay`: a construct id (and so its logical ids). */
+/** `invoice.issue` → `InvoiceIssue`, `invoice-relay` → `InvoiceRelay`: a construct id (and so its logical ids). */
 export function constructIdOf(name: string): string {
   return name
     .split(/[.-]/)

@@ -411,7 +411,7 @@ export class Observability extends Construct {
       threshold: s.ageThresholdSeconds * 1000,
       evaluationPeriods: s.evaluationPeriods,
       datapointsToAlarm: s.datapointsToAlarm,
-      description: `${c.consumer} is more than ${c.latencyObjectiveSeconds} s behind the orders stream.`,
+      description: `${c.consumer} is more than ${c.latencyObjectiveSeconds} s behind the ${c.table} stream.`,
       runbook: c.runbook,
       direct: false,
     });

@@ -6,6 +6,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
+  cacheSourceTable,
   encodePipeline,
   loadPipelineConfig,
   PIPELINE_CONTEXT_KEY,
@@ -17,7 +18,6 @@ import {
   type PipelineInput,
   type TableAction,
 } from '../config';
-import { ENTITY_TABLES } from '../core/cache-admin-keys';
 import { Cache } from './cache';
 import { CacheAdmin } from './cache-admin';
 import { constructIdOf } from './construct-id';
@@ -107,14 +107,13 @@ export class PipelineStack extends Stack {
 
     this.tables = new Tables(this, 'Tables', { tables: config.tables });
     this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
-    const ordersTable = config.tables.some((t) => t.name === ENTITY_TABLES.order)
-      ? this.tables.byName(ENTITY_TABLES.order)
-      : undefined;
+    const entitySource = cacheSourceTable(config);
+    const entityTable = entitySource === undefined ? undefined : this.tables.byName(entitySource.name);
     this.cacheAdmin = new CacheAdmin(this, 'CacheAdmin', {
       stageName: stage,
       cache: this.cache,
       entry: lambdaEntry('cache-admin'),
-      ...(ordersTable === undefined ? {} : { ordersTable }),
+      ...(entityTable === undefined ? {} : { entityTable }),
     });
     // Functions that read the degrade flag; granted once ControlFlags exists.
     const degradeReaders: iam.IGrantable[] = [];

@@ -1,7 +1,8 @@
 /**
- * A consumer of the orders table's stream (the cache invalidator and the outbox relay), with the
- * failure settings of AWS Solutions Constructs: bisect on error, bounded retries and record age,
- * partial batch responses, and an on-failure SQS destination.
+ * A consumer of a declared table's stream (e.g. the reference app's cache invalidator and outbox
+ * relay on its orders table), with the failure settings of AWS Solutions Constructs: bisect on
+ * error, bounded retries and record age, partial batch responses, and an on-failure SQS
+ * destination.
  */
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';

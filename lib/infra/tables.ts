@@ -17,7 +17,7 @@ export interface TablesProps {
 /**
  * One table per declared table, all with tenang's defaults (on-demand, encrypted, PITR,
  * RetainExceptOnCreate) and string keys; the construct id is the PascalCase name
- * (`orders` → `Orders`), so a table's logical id follows from its declared name.
+ * (`invoices` → `Invoices`), so a table's logical id follows from its declared name.
  */
 export class Tables extends Construct {
   /** Every table, keyed by declared name. */

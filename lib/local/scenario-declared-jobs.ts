@@ -10,8 +10,9 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
 import { providerVariable, type ResolvedJobType } from '../config';
-import { makeEnvelope, PAYLOADS } from '../core/envelope';
+import { makeEnvelope } from '../core/envelope';
 import { DynamoDbEffectChecker } from '../ops/replay-effects';
+import { PAYLOADS } from '../reference/payloads';
 import type { FakeProvider } from './fake-provider';
 
 /** A job the scenario sent for a declared job type. */
@@ -102,13 +103,7 @@ export async function declaredJobFacts(
   jobTypes: readonly ResolvedJobType[],
   sent: readonly DeclaredJob[],
 ): Promise<DeclaredJobFact[]> {
-  // Only the idempotency table is read for a declared job type; the other names are never used.
-  const checker = new DynamoDbEffectChecker(dynamodb, {
-    orders: '',
-    idempotency: idempotencyTable,
-    dedup: '',
-    inventory: '',
-  });
+  const checker = new DynamoDbEffectChecker(dynamodb, { idempotency: idempotencyTable });
   const facts: DeclaredJobFact[] = [];
   for (const job of sent) {
     const jobType = jobTypes.find((j) => j.name === job.jobType);

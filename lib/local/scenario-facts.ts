@@ -18,10 +18,10 @@ import {
   type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
 import { ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
 import { isStreamReadThrottle } from '../adapters/aws/stream-read-throttles';
 import { DLQ_ATTRIBUTE } from '../adapters/aws/sqs-job-runner';
-import { TABLE_KEYS } from '../config/tables';
+import { REFERENCE_TABLE_KEYS } from '../reference/tables';
 import type { DlqEntry } from './report-model';
 import type { StockFact, StreamRecordFact } from './scenario-invariants';
 
@@ -138,7 +138,7 @@ export async function readOrderStates(
   tableName: string,
   orderIds: readonly string[],
 ): Promise<Map<string, string>> {
-  const key = TABLE_KEYS.orders.partitionKey;
+  const key = REFERENCE_TABLE_KEYS.orders.partitionKey;
   const states = new Map<string, string>();
   const unique = [...new Set(orderIds)];
   for (let i = 0; i < unique.length; i += 100) {
@@ -241,7 +241,7 @@ export async function readStreamRecords(
           sequence,
           eventName: r.eventName ?? '?',
           at: at === undefined ? '' : new Date(at).toISOString(),
-          orderId: r.dynamodb?.Keys?.[TABLE_KEYS.orders.partitionKey]?.S,
+          orderId: r.dynamodb?.Keys?.[REFERENCE_TABLE_KEYS.orders.partitionKey]?.S,
         });
       }
       // An open shard always hands out a next iterator: stop at the first empty page.

@@ -3,8 +3,8 @@
  * sources of truth (the providers' ledgers, the orders and inventory tables, the DLQs) rather than
  * from what the pipeline says about itself. Pure: the facts come in, verdicts go out.
  */
-import { notificationKey } from '../core/notification';
-import { paymentCaptureKey } from '../core/payment';
+import { notificationKey } from '../reference/notification';
+import { paymentCaptureKey } from '../reference/payment';
 import type { DlqEntry, InvariantResult } from './report-model';
 import type { AcceptedPayment } from './traffic';
 import type { DeclaredJobFact } from './scenario-declared-jobs';

@@ -12,7 +12,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { DynamoDbInventoryStore } from '../adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
 import type { PipelineConfig } from '../config';
 import { LocalPlatform } from './platform';
 import { createReportDir, writeReport, type WrittenReport } from './report-files';

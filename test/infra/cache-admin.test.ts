@@ -1,8 +1,9 @@
 /**
  * The cache-admin function (lib/infra/cache-admin.ts) in the reference's full stack: where it
  * runs (the cache's subnets, with the client security group the cache admits), what it is told
- * (the cache variables and the orders table) and what it may do (exactly what the operations
- * use: elasticache:Connect as the app user, GetItem on the orders table).
+ * (the cache variables and the cached entities' table: the one whose stream the cache-using
+ * consumer reads, the reference's orders) and what it may do (exactly what the operations use:
+ * elasticache:Connect as the app user, GetItem on that table).
  */
 import type { Template } from 'aws-cdk-lib/assertions';
 import { CACHE_ADMIN_SERVICE } from '../../lib/config/metrics';
@@ -52,7 +53,7 @@ describe('Class: CacheAdmin', () => {
     expect(vpc.SubnetIds).toEqual(isolated);
   });
 
-  it('when the pipeline is built, it gets the cache variables the consumers get and the orders table', () => {
+  it('when the pipeline is built, it gets the cache variables the consumers get and, as ENTITY_TABLE, the table whose stream invalidates the cache', () => {
     // Act
     const variables = (propertiesOf(template, fn()).Environment as { Variables: Record<string, unknown> })
       .Variables;
@@ -62,7 +63,7 @@ describe('Class: CacheAdmin', () => {
       expect(toText(variables[name])).toBe(toText(stack.resolve(value)));
     }
     expect(variables.TENANG_STAGE).toBe('dev');
-    expect(variables.ORDERS_TABLE).toEqual(stack.resolve(stack.tables.byName('orders').tableName));
+    expect(variables.ENTITY_TABLE).toEqual(stack.resolve(stack.tables.byName('orders').tableName));
   });
 
   it('when the pipeline is built, it may connect to the cache as the app user and read orders, nothing else of the data', () => {

@@ -25,25 +25,26 @@ import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inve
 import { inFlightClaimSeconds, notificationSend } from '../../examples/reference/jobs/notification-send';
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import {
   GUARDED_ITEM_RECORD_ATTR,
   TransactionalDynamoDBPersistenceLayer,
 } from '../../lib/adapters/aws/transactional-persistence';
 import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
-import { HttpMessagingProvider } from '../../lib/adapters/http/messaging-provider';
-import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
+import { HttpMessagingProvider } from '../../lib/reference/messaging-provider';
+import { HttpPaymentProvider } from '../../lib/reference/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { CircuitBreaker } from '../../lib/core/circuit-breaker';
-import type { JobTypeName } from '../../lib/core/envelope';
-import { skuLockResource } from '../../lib/core/inventory';
-import { notificationKey } from '../../lib/core/notification';
+import type { JobTypeName } from '../../lib/reference/payloads';
+import { skuLockResource } from '../../lib/reference/inventory';
+import { notificationKey } from '../../lib/reference/notification';
 import type { Order } from '../../lib/core/order';
-import { paymentCaptureKey } from '../../lib/core/payment';
+import { paymentCaptureKey } from '../../lib/reference/payment';
 import { TokenBucket } from '../../lib/core/token-bucket';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
@@ -363,7 +364,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
     let provider: FakeProvider;
 
     beforeAll(async () => {
-      ordersTable = await createTable('bad-orders', TABLE_KEYS.orders.partitionKey);
+      ordersTable = await createTable('bad-orders', REFERENCE_TABLE_KEYS.orders.partitionKey);
       idempotencyTable = await createTable('bad-idem', TABLE_KEYS.idempotency.partitionKey);
       provider = await startProvider('charges');
       jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture');
@@ -399,7 +400,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
         const { queueUrl, dlqUrl } = await createQueues(jobType);
         const batch = batchFor(c);
         for (const ids of [...batch.good, batch.bad]) await seedOrder(ids.orderId);
-        const ordersBefore = await scanTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+        const ordersBefore = await scanTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
         const recordsBefore = await scanTable(idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
         const ledgerBefore = provider.ledger().length;
         await sendBatch(queueUrl, c, batch, true);
@@ -427,7 +428,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
 
         // Assess
         await assessOutcome(c, batch, queueUrl, dlqUrl, delivered);
-        const ordersAfter = await scanTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+        const ordersAfter = await scanTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
         expect(changedKeys(ordersBefore, ordersAfter)).toEqual(
           batch.processed.map((ids) => ids.orderId).sort(),
         );
@@ -527,7 +528,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
 
     beforeAll(async () => {
       locksTable = await createTable('bad-locks', TABLE_KEYS.locks.partitionKey);
-      inventoryTable = await createTable('bad-stock', TABLE_KEYS.inventory.partitionKey);
+      inventoryTable = await createTable('bad-stock', REFERENCE_TABLE_KEYS.inventory.partitionKey);
       jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'inventory.reserve');
     });
 
@@ -539,7 +540,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
         const batch = batchFor(c);
         const inventory = new DynamoDbInventoryStore(dynamo, inventoryTable);
         for (const ids of [...batch.good, batch.bad]) await inventory.seed(ids.sku, 5);
-        const stockBefore = await scanTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
+        const stockBefore = await scanTable(inventoryTable, REFERENCE_TABLE_KEYS.inventory.partitionKey);
         const locksBefore = await scanTable(locksTable, TABLE_KEYS.locks.partitionKey);
         await sendBatch(queueUrl, c, batch, false);
         const handler = createJobHandler(inventoryReserve, {
@@ -563,7 +564,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
 
         // Assess
         await assessOutcome(c, batch, queueUrl, dlqUrl, delivered);
-        const stockAfter = await scanTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
+        const stockAfter = await scanTable(inventoryTable, REFERENCE_TABLE_KEYS.inventory.partitionKey);
         expect(changedKeys(stockBefore, stockAfter)).toEqual(batch.processed.map((ids) => ids.sku).sort());
         for (const ids of batch.processed) {
           expect(await inventory.get(ids.sku)).toMatchObject({

@@ -17,10 +17,11 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type * as IngressModule from '../../examples/reference/functions/ingress';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
-import { parseEnvelope } from '../../lib/core/envelope';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { parseReferenceEnvelope } from '../../lib/reference/payloads';
 import type { Order } from '../../lib/core/order';
 import { HTTP_REQUEST_CASES, type HttpRequestCase, type RequestIds } from '../fixtures/bad-input';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
@@ -60,7 +61,7 @@ beforeAll(async () => {
   dynamo = dynamoClient();
   doc = DynamoDBDocumentClient.from(dynamo);
   sqs = sqsClient();
-  ordersTable = await createTable('bad-http-orders', TABLE_KEYS.orders.partitionKey);
+  ordersTable = await createTable('bad-http-orders', REFERENCE_TABLE_KEYS.orders.partitionKey);
   dedupTable = await createTable('bad-http-dedup', TABLE_KEYS.dedup.partitionKey);
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture');
   // The module's scope reads the environment, as in Lambda; the tests build their own handlers.
@@ -198,7 +199,7 @@ describe('Function: ingress handler with bad input (integration)', () => {
       // Prepare
       const ids = await requestIds();
       const request = c.request(ids);
-      const ordersBefore = await scanTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+      const ordersBefore = await scanTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
       const dedupBefore = await scanTable(dedupTable, TABLE_KEYS.dedup.partitionKey);
       const handle = newIngress();
 
@@ -221,7 +222,7 @@ describe('Function: ingress handler with bad input (integration)', () => {
       expect(response.headers?.['content-type']).toBe('application/json');
       const answer = responseJson(response);
       expect(logs.filter((l) => l.level === 'ERROR')).toEqual([]);
-      const ordersAfter = await scanTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+      const ordersAfter = await scanTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
       const dedupAfter = await scanTable(dedupTable, TABLE_KEYS.dedup.partitionKey);
       const messages = await enqueued();
 
@@ -257,7 +258,7 @@ describe('Function: ingress handler with bad input (integration)', () => {
       expect(changedKeys(ordersBefore, ordersAfter)).toEqual([]);
       expect(changedKeys(dedupBefore, dedupAfter)).toEqual([`payment.capture:${String(answer.jobId)}`]);
       expect(messages).toHaveLength(1);
-      const envelope = parseEnvelope(messages[0] ?? '', 'payment.capture');
+      const envelope = parseReferenceEnvelope(messages[0] ?? '', 'payment.capture');
       expect(envelope).toMatchObject(c.expect.enqueued?.(ids) ?? {});
       expect(logs).toContainEqual(
         expect.objectContaining({ message: 'payment job enqueued', correlationId: envelope.correlationId }),

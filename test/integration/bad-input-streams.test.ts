@@ -29,11 +29,12 @@ import type Redis from 'ioredis';
 import type * as InvalidatorModule from '../../examples/reference/functions/cache-invalidator';
 import type * as RelayModule from '../../examples/reference/functions/outbox-relay';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { TABLE_KEYS } from '../../lib/config/tables';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
 import type { JobEnvelope } from '../../lib/core/envelope';
 import type { Order } from '../../lib/core/order';
@@ -89,8 +90,8 @@ beforeAll(async () => {
   await dynamo.send(
     new CreateTableCommand({
       TableName: ordersTable,
-      AttributeDefinitions: [{ AttributeName: TABLE_KEYS.orders.partitionKey, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: TABLE_KEYS.orders.partitionKey, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: REFERENCE_TABLE_KEYS.orders.partitionKey, AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: REFERENCE_TABLE_KEYS.orders.partitionKey, KeyType: 'HASH' }],
       BillingMode: 'PAY_PER_REQUEST',
       StreamSpecification: stream,
     }),

@@ -25,13 +25,14 @@ import type * as ReaderModule from '../../examples/reference/functions/order-rea
 import type * as CacheAdminModule from '../../lambdas/cache-admin';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
 import type { Order } from '../../lib/core/order';
-import type { OrderStore } from '../../lib/core/ports';
+import type { OrderStore } from '../../lib/reference/ports';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
 import { startLambdaControl, type LambdaControl } from '../../lib/local/lambda-control';
@@ -240,7 +241,11 @@ beforeAll(async () => {
         stage,
         settings: stage === FLUSH_STAGE ? { ...SETTINGS, hotKeys } : SETTINGS,
         cache,
-        source: new DynamoDbEntitySource(dynamo, `tenang-${stage}-orders`),
+        source: new DynamoDbEntitySource(
+          dynamo,
+          `tenang-${stage}-orders`,
+          REFERENCE_TABLE_KEYS.orders.partitionKey,
+        ),
         logger: new Logger({ serviceName: 'cache-admin', logLevel: 'SILENT' }),
       }),
     ]),

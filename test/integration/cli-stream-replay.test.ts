@@ -21,7 +21,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
-import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { readOrderStates } from '../../lib/local/scenario-facts';
 import type { StreamEventSource } from '../../lib/local/stream-event-source';
@@ -307,12 +307,12 @@ describe('CLI: tenang dlq list|replay <stream-consumer> (whole local platform)',
     type Replay = {
       summary: Record<string, number>;
       throttledReads: number;
-      messages: { outcome: string; orders: string[]; recordsRead: number }[];
+      messages: { outcome: string; keys: string[]; recordsRead: number }[];
     };
     expect(dry.code).toBe(0);
     const dr = JSON.parse(dry.out) as Replay;
     expect(dr.summary).toMatchObject({ 'would-replay': failedBatches, replayed: 0, failed: 0 });
-    expect(dr.messages.flatMap((m) => m.orders)).toEqual(expect.arrayContaining(orders));
+    expect(dr.messages.flatMap((m) => m.keys)).toEqual(expect.arrayContaining(orders));
     expect(afterDry).toEqual({
       depth: { visible: failedBatches, inFlight: 0, delayed: 0 },
       notified: [0, 0],

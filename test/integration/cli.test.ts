@@ -263,7 +263,7 @@ describe('CLI: tenang (whole local platform)', () => {
     expect(after).toEqual({ visible: messages.length, hidden: 0 });
   });
 
-  it('when replaying, a dry run changes nothing; a real run skips a payment already PAID and replays a failed notification, each effect once', async () => {
+  it('when replaying, a dry run changes nothing; a real run sends back a payment already PAID, which its consumer drops without charging, and a failed notification, each effect once', async () => {
     // Prepare: an order captured through the API, whose capture job is also in the DLQ.
     const created = await fetch(`${platform.api.url}/orders`, {
       method: 'POST',
@@ -395,8 +395,11 @@ describe('CLI: tenang (whole local platform)', () => {
     expect(dryPayment.code).toBe(0);
     expect(dryNotes.code).toBe(0);
     const dp = JSON.parse(dryPayment.out) as Replay;
+    // The capture keeps its idempotency record on its order, not on tenang's table: nothing there
+    // says it is done, so it is replayed, and the consumer's guard (the order is PAID) drops it.
     expect(dp.messages.find((m) => m.correlationId === `c-${orderId}`)).toMatchObject({
-      outcome: 'skipped-already-done',
+      outcome: 'replayed',
+      reason: 'no record says its effect happened',
     });
     const dn = JSON.parse(dryNotes.out) as Replay;
     expect(dn.messages.find((m) => m.correlationId === `c-${notifyOrder}`)).toMatchObject({
@@ -412,14 +415,20 @@ describe('CLI: tenang (whole local platform)', () => {
     // Assess: the real runs
     expect(realPayment.code).toBe(0);
     const rp = JSON.parse(realPayment.out) as Replay;
-    expect(rp.messages.find((m) => m.correlationId === `c-${orderId}`)?.reason).toMatch(
-      /already done: .*COMPLETED|already PAID/,
-    );
-    expect(rp.summary.replayed).toBe(0);
+    expect(rp.messages.find((m) => m.correlationId === `c-${orderId}`)?.outcome).toBe('replayed');
+    expect(rp.summary.replayed).toBe(1);
     expect(realNotes.code).toBe(0);
     const rn = JSON.parse(realNotes.out) as Replay;
     expect(rn.messages.find((m) => m.correlationId === `c-${notifyOrder}`)?.outcome).toBe('replayed');
     expect(JSON.parse(again.out)).toMatchObject({ summary: { replayed: 0 } });
+    // The replayed capture was consumed as a duplicate: off its queue, not back in the DLQ, no charge.
+    await until(
+      async () => {
+        const q = await counts('tenang-dev-payment-capture.fifo');
+        return q.visible + q.hidden === 0 ? true : undefined;
+      },
+      'the replayed capture to be consumed',
+    );
     expect(await counts('tenang-dev-payment-capture-dlq.fifo')).toEqual({ visible: 0, hidden: 0 });
     expect(await counts('tenang-dev-notification-send-dlq')).toEqual({ visible: 0, hidden: 0 });
     expect(charges()).toBe(1);
@@ -431,8 +440,8 @@ describe('CLI: tenang (whole local platform)', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.find((l) => l.correlationId === `c-${orderId}`)).toMatchObject({
       actor: 'jest',
-      decision: 'skip-already-done',
-      outcome: 'skipped-already-done',
+      decision: 'replay',
+      outcome: 'replayed',
       dryRun: false,
     });
   });

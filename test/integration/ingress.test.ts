@@ -16,11 +16,12 @@ import type * as IngressModule from '../../examples/reference/functions/ingress'
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { createJobHandler } from '../../lib/adapters/define-job';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS } from '../../lib/config';
-import { parseEnvelope } from '../../lib/core/envelope';
-import { paymentCaptureKey } from '../../lib/core/payment';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { parseReferenceEnvelope } from '../../lib/reference/payloads';
+import { paymentCaptureKey } from '../../lib/reference/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
 import { httpApiEvent, responseJson } from '../helpers/http-events';
@@ -69,7 +70,7 @@ beforeAll(async () => {
   ordersTable = uniqueName('orders');
   dedupTable = uniqueName('dedup');
   idempotencyTable = uniqueName('idempotency');
-  await createTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+  await createTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
   await createTable(dedupTable, TABLE_KEYS.dedup.partitionKey);
   await createTable(idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
   queueUrl = await createFifoQueue(uniqueName('pay'));
@@ -181,7 +182,7 @@ describe('Function: ingress handler (integration)', () => {
     const messages = await drain();
     expect(messages).toHaveLength(1);
     expect(messages[0]).toMatchObject({ group: orderId, dedupId: first.json.jobId });
-    expect(parseEnvelope(messages[0]?.body ?? '', 'payment.capture')).toMatchObject({
+    expect(parseReferenceEnvelope(messages[0]?.body ?? '', 'payment.capture')).toMatchObject({
       idempotencyKey: paymentCaptureKey(`pay-${orderId}`),
       payload: { orderId, paymentId: `pay-${orderId}`, amountMinor: 1250, currency: 'EUR' },
     });

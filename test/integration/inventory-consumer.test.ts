@@ -16,13 +16,14 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSEvent } from 'aws-lambda';
 import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inventory-reserve';
 import { createJobHandler } from '../../lib/adapters/define-job';
-import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { DEFERRALS_ATTRIBUTE, DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { makeEnvelope } from '../../lib/core/envelope';
-import { skuLockResource } from '../../lib/core/inventory';
+import { skuLockResource } from '../../lib/reference/inventory';
 import { LeaseLock, withLease } from '../../lib/core/lease-lock';
 import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
@@ -80,7 +81,7 @@ beforeAll(async () => {
   locksTable = uniqueName('locks');
   inventoryTable = uniqueName('inventory');
   await createTable(locksTable, TABLE_KEYS.locks.partitionKey);
-  await createTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
+  await createTable(inventoryTable, REFERENCE_TABLE_KEYS.inventory.partitionKey);
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'inventory.reserve');
 });
 

@@ -10,11 +10,12 @@ import {
   GetItemCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDbInventoryStore } from '../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { TABLE_KEYS } from '../../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { StaleFencingTokenError } from '../../lib/core/errors';
-import { InsufficientStockError, skuLockResource } from '../../lib/core/inventory';
+import { InsufficientStockError, skuLockResource } from '../../lib/reference/inventory';
 import { LeaseLock, LeaseLostError, LockHeldError, type LockEvent } from '../../lib/core/lease-lock';
 import { dynamoClient, uniqueName } from '../helpers/aws';
 import { manualClock, sequentialTokens, type ManualClock } from '../helpers/manual-clock';
@@ -43,7 +44,7 @@ beforeAll(async () => {
   locksTable = uniqueName('locks');
   inventoryTable = uniqueName('inventory');
   await createTable(locksTable, TABLE_KEYS.locks.partitionKey);
-  await createTable(inventoryTable, TABLE_KEYS.inventory.partitionKey);
+  await createTable(inventoryTable, REFERENCE_TABLE_KEYS.inventory.partitionKey);
 });
 
 afterAll(async () => {

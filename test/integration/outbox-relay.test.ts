@@ -18,12 +18,14 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import type * as RelayModule from '../../examples/reference/functions/outbox-relay';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import { SsmDegradeFlag } from '../../lib/adapters/aws/ssm-degrade-flag';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { METRIC } from '../../lib/config/metrics';
 import { TABLE_KEYS } from '../../lib/config/tables';
-import { parseEnvelope, type JobEnvelope } from '../../lib/core/envelope';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { type JobEnvelope } from '../../lib/core/envelope';
+import { parseReferenceEnvelope } from '../../lib/reference/payloads';
 import type { Order } from '../../lib/core/order';
 import type { Enqueue } from '../../lib/core/outbox';
 import { pollUntil } from '../../lib/local/poll';
@@ -56,8 +58,8 @@ beforeAll(async () => {
   await dynamo.send(
     new CreateTableCommand({
       TableName: ordersTable,
-      AttributeDefinitions: [{ AttributeName: TABLE_KEYS.orders.partitionKey, AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: TABLE_KEYS.orders.partitionKey, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: REFERENCE_TABLE_KEYS.orders.partitionKey, AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: REFERENCE_TABLE_KEYS.orders.partitionKey, KeyType: 'HASH' }],
       BillingMode: 'PAY_PER_REQUEST',
       StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
     }),
@@ -245,10 +247,12 @@ describe('Outbox relay (moto)', () => {
     // Assess
     expect(event.Records.map((rec) => rec.eventName)).toEqual(['INSERT', 'MODIFY']);
     expect([first.batchItemFailures, second.batchItemFailures]).toEqual([[], []]);
-    expect(notifications.map((e) => parseEnvelope(JSON.stringify(e), 'notification.send').payload)).toEqual([
-      { orderId, template: 'order-paid', recipient: 'buyer@example.com', orderVersion: 1 },
-    ]);
-    expect(reservations.map((e) => parseEnvelope(JSON.stringify(e), 'inventory.reserve').payload)).toEqual([
+    expect(
+      notifications.map((e) => parseReferenceEnvelope(JSON.stringify(e), 'notification.send').payload),
+    ).toEqual([{ orderId, template: 'order-paid', recipient: 'buyer@example.com', orderVersion: 1 }]);
+    expect(
+      reservations.map((e) => parseReferenceEnvelope(JSON.stringify(e), 'inventory.reserve').payload),
+    ).toEqual([
       { orderId, sku: 'sku-a', quantity: 2 },
       { orderId, sku: 'sku-b', quantity: 1 },
     ]);

@@ -26,19 +26,21 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
-import { DynamoDbOrderStore } from '../../lib/adapters/aws/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import {
   GUARDED_ITEM_RECORD_ATTR,
   TransactionalDynamoDBPersistenceLayer,
 } from '../../lib/adapters/aws/transactional-persistence';
 import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
-import { HttpPaymentProvider } from '../../lib/adapters/http/payment-provider';
+import { HttpPaymentProvider } from '../../lib/reference/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
+import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import type { Random } from '../../lib/core/backoff';
-import { makeEnvelope, parseEnvelope, type PaymentCapturePayload } from '../../lib/core/envelope';
+import { makeEnvelope } from '../../lib/core/envelope';
+import { type PaymentCapturePayload, parseReferenceEnvelope } from '../../lib/reference/payloads';
 import type { Order } from '../../lib/core/order';
-import { paymentCaptureKey } from '../../lib/core/payment';
+import { paymentCaptureKey } from '../../lib/reference/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
 import { createBaselineCapture } from '../../harness/powertools-baseline';
@@ -101,7 +103,7 @@ beforeAll(async () => {
   provider = await startFakeProvider({ kind: 'charges' });
   ordersTable = uniqueName('orders');
   idempotencyTable = uniqueName('idempotency');
-  await createTable(ordersTable, TABLE_KEYS.orders.partitionKey);
+  await createTable(ordersTable, REFERENCE_TABLE_KEYS.orders.partitionKey);
   await createTable(idempotencyTable, TABLE_KEYS.idempotency.partitionKey);
   jobType = jobTypeByName(stageConfig(STAGE, process.env.AWS_REGION), 'payment.capture');
 });
@@ -915,7 +917,7 @@ describe('Job: payment.capture handler (integration)', () => {
         idempotencyTable,
         provider: new HttpPaymentProvider({ baseUrl: provider.url, timeoutMs: 2_000 }),
       });
-      const job = parseEnvelope(captureJob(orderId, paymentId), 'payment.capture');
+      const job = parseReferenceEnvelope(captureJob(orderId, paymentId), 'payment.capture');
 
       // Act
       await capture(job, lambdaContext(20_000));

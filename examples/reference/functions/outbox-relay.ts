@@ -92,7 +92,7 @@ export type FollowUpJobType = Extract<JobTypeName, 'notification.send' | 'invent
 export interface OutboxRelayDeps {
   readonly dedup: DedupStore;
   readonly enqueue: Enqueue;
-  readonly criticalityOf: (type: JobTypeName) => Criticality;
+  readonly criticalityOf: (type: string) => Criticality;
   /** Reads the degrade flag (cached for a few seconds). */
   readonly isDegraded: () => Promise<boolean>;
   /** The relay's function timeout: a follow-up is claimed this long while it is being enqueued. */
@@ -124,7 +124,7 @@ export function sqsEnqueue(sqs: SQSClient, queueUrls: Readonly<Record<FollowUpJo
 }
 
 /** The criticality of each job type, from the pipeline config. */
-export function criticalityFrom(config: PipelineConfig): (type: JobTypeName) => Criticality {
+export function criticalityFrom(config: PipelineConfig): (type: string) => Criticality {
   return (type) => jobTypeByName(config, type).criticality;
 }
 

@@ -66,7 +66,7 @@ export interface JobContext {
 }
 
 /** A job type's handler. */
-export type JobHandler<T extends string> = (job: JobEnvelope<T>, ctx: JobContext) => Promise<JobOutcome>;
+export type JobHandler<P = unknown> = (job: JobEnvelope<P>, ctx: JobContext) => Promise<JobOutcome>;
 
 /** Message attributes carried by a dead-lettered message (R3). */
 export const DLQ_ATTRIBUTE = {
@@ -99,11 +99,12 @@ const MAX_DELAY_SECONDS = 900;
 const MAX_ERROR_MESSAGE = 256;
 
 /** Options of createSqsJobRunner. */
-export interface SqsJobRunnerOptions<T extends string> {
+export interface SqsJobRunnerOptions<P = unknown> {
   readonly jobType: ResolvedJobType;
-  readonly expectedType: T;
-  /** The payload's schema. @default the reference job type's (lib/core/envelope.ts PAYLOADS) */
-  readonly payloadSchema?: PayloadSchema;
+  /** The job type every envelope must name. */
+  readonly expectedType: string;
+  /** The payload's schema (the job module's `payload`). */
+  readonly payloadSchema: PayloadSchema<P>;
   readonly queueUrl: string;
   readonly dlqUrl: string;
   /** First permission hold's ceiling, seconds. @default TENANG_PERMISSION_HOLD_BASE_SECONDS, else PERMISSION_HOLD_BASE_SECONDS (300) */
@@ -113,7 +114,7 @@ export interface SqsJobRunnerOptions<T extends string> {
   readonly sqs: SQSClient;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  readonly handle: JobHandler<T>;
+  readonly handle: JobHandler<P>;
   /** @default Math.random */
   readonly random?: Random;
   /** @default () => new Date() */
@@ -172,8 +173,8 @@ function permissionHoldBaseFromEnv(): number {
 }
 
 /** Builds the batch handler for one job type's queue. */
-export function createSqsJobRunner<T extends string>(
-  opts: SqsJobRunnerOptions<T>,
+export function createSqsJobRunner<P>(
+  opts: SqsJobRunnerOptions<P>,
 ): (event: SQSEvent, context: Context) => Promise<SQSBatchResponse> {
   const fifo = opts.jobType.queue.kind === 'fifo';
   const random = opts.random ?? Math.random;
@@ -190,7 +191,7 @@ export function createSqsJobRunner<T extends string>(
   }
 
   /** Moves a job past its useful age to the side queue; a failed send throws, so the job is retried, never lost. */
-  async function expire(record: SQSRecord, job: JobEnvelope<T>, ageSeconds: number): Promise<void> {
+  async function expire(record: SQSRecord, job: JobEnvelope<P>, ageSeconds: number): Promise<void> {
     await opts.sqs.send(
       new SendMessageCommand({
         QueueUrl: opts.expiredQueueUrl,
@@ -419,7 +420,7 @@ export function createSqsJobRunner<T extends string>(
 
   async function processRecord(record: SQSRecord, context: Context): Promise<void> {
     const attempt = Number(record.attributes.ApproximateReceiveCount);
-    let job: JobEnvelope<T> | undefined;
+    let job: JobEnvelope<P> | undefined;
     let logger = opts.logger.createChild({ persistentKeys: { messageId: record.messageId, attempt } });
     try {
       job = parseEnvelope(record.body, opts.expectedType, opts.payloadSchema);

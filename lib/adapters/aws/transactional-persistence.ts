@@ -127,7 +127,7 @@ export interface TransactionalPersistenceOptions {
   readonly guardedItemRecordAttr?: string;
 }
 
-/** The attribute the reference app keeps a capture's idempotency record in, on its order. */
+/** An attribute to keep a job's idempotency record in, on the item it guards (e.g. the reference app's capture, on its order). */
 export const GUARDED_ITEM_RECORD_ATTR = 'idempotency';
 
 /** The item a job's record lives on (guardedItemRecordAttr), and this job's claim of it. */

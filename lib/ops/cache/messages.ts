@@ -39,7 +39,7 @@ stage's cache-admin function, which has that path.`;
 export function flushWarning(stage: string): string {
   return (
     `a full flush of stage ${stage} sends every read to DynamoDB at once: each key misses until ` +
-    'it is loaded again (origin load, throttling risk on the orders table)'
+    "it is loaded again (origin load, throttling risk on the cached entities' table)"
   );
 }
 

@@ -1,10 +1,20 @@
-/** The source of truth of the cached entities for the CLI's direct path: the stage's orders table, found in its stack. */
-import { DynamoDbEntitySource, ENTITY_TABLE } from '../../adapters/aws/entity-source';
+/**
+ * The source of truth of the cached entities for the CLI's direct path: the declared table whose
+ * stream invalidates the cache (cacheSourceTable), found in the stage's stack.
+ */
+import { DynamoDbEntitySource } from '../../adapters/aws/entity-source';
+import { cacheSourceTable } from '../../config';
+import { noEntitySource } from '../../core/cache-admin';
 import type { CliContext } from '../cli-context';
 import { discoverResources, tableName } from '../pipeline-resources';
 
-/** Finds the stage's orders table in its stack and reads it with the CLI's credentials. */
+/**
+ * Finds the cached entities' table in the stage's stack and reads it with the CLI's credentials.
+ * @throws CacheAdminRefusedError when no stream consumer uses the cache (answered as the function does)
+ */
 export async function discoverEntitySource(ctx: CliContext): Promise<DynamoDbEntitySource> {
-  const table = tableName(ctx, await discoverResources(ctx), ENTITY_TABLE);
-  return new DynamoDbEntitySource(ctx.clients.dynamodb, table);
+  const source = cacheSourceTable(ctx.config);
+  if (source === undefined) throw noEntitySource(ctx.stage);
+  const table = tableName(ctx, await discoverResources(ctx), source.name);
+  return new DynamoDbEntitySource(ctx.clients.dynamodb, table, source.partitionKey);
 }

@@ -315,7 +315,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
       () => `
 Choose exactly one of --key, --entity, --prefix, --bump-version.
 
---key and --entity read the entity's current version from the orders table (strongly consistent)
+--key and --entity read the entity's current version from its table (strongly consistent)
 and leave a tombstone at that version, as the stream invalidator does: a reader that loaded an
 older version cannot write it back, and the next read loads the current one. An entity that no
 longer exists is fenced above every version until the tombstone expires (ttlSeconds).
@@ -378,7 +378,7 @@ Examples:
       () => `
 A full flush sends every read to DynamoDB at once. Prefer \`cache invalidate --entity\` or
 \`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: order:<id> or
-full keys) are first loaded from the orders table and written with the version-checked write,
+full keys) are first loaded from their table and written with the version-checked write,
 then every cached value under tenang:<stage>: (all schema versions) is evicted with SCAN, except
 the warmed hot keys. Tombstones and locks stay; FLUSHALL/FLUSHDB are never used, since one Redis
 may serve several stages. --dry-run needs no --yes-i-know and writes nothing.

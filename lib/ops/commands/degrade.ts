@@ -40,7 +40,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
 Functions read the flag with a cache of a few seconds, so it takes effect within seconds.
 
 Examples:
-  $ tenang degrade on --reason "payment provider slow, protect captures"
+  $ tenang degrade on --reason "invoicing provider slow, protect the invoices"
   $ tenang degrade off`,
     )
     .action(async (mode: string, _opts: unknown, cmd: Command) => {

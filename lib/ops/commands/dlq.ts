@@ -132,7 +132,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
   dlq
     .command('list')
     .description("List dead-lettered jobs, or a stream consumer's failed batches, without consuming them")
-    .argument('<job-type|stream-consumer>', 'e.g. payment.capture, or outbox-relay')
+    .argument('<job-type|stream-consumer>', 'e.g. invoice.issue, or a stream consumer such as invoice-relay')
     .option('--error-class <name>', 'only this error class (repeatable, or comma-separated)', collect)
     .option('--since <duration|ISO>', 'only jobs that last failed since: 2h, 1d, or 2026-01-31T12:00:00Z')
     .option('--max <n>', 'look at no more than n messages', '100')
@@ -150,9 +150,9 @@ shows them with the condition Lambda gave up on, and until when the stream still
 records (24 h after they arrived).
 
 Examples:
-  $ tenang dlq list payment.capture
-  $ tenang dlq list notification.send --error-class ProviderUnavailableError --since 2h --json
-  $ tenang dlq list outbox-relay`,
+  $ tenang dlq list invoice.issue
+  $ tenang dlq list invoice.issue --error-class ProviderUnavailableError --since 2h --json
+  $ tenang dlq list invoice-relay`,
     )
     .action(async (jobTypeName: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(DlqListOptionsSchema, cmd.optsWithGlobals());
@@ -173,7 +173,7 @@ Examples:
     .description(
       "Send dead-lettered jobs back to their queue, skipping those whose effect already happened; or replay a stream consumer's failed batches",
     )
-    .argument('<job-type|stream-consumer>', 'e.g. notification.send, or outbox-relay')
+    .argument('<job-type|stream-consumer>', 'e.g. invoice.issue, or a stream consumer such as invoice-relay')
     .option('--error-class <name>', 'only this error class (repeatable, or comma-separated)', collect)
     .option('--since <duration|ISO>', 'only jobs that last failed since: 2h, 1d, or an ISO instant')
     .option('--max <n>', 'handle no more than n messages', '100')
@@ -192,12 +192,16 @@ Examples:
     .addHelpText(
       'after',
       `
-Each matching job is checked first: payment.capture is skipped when its idempotency record is
-COMPLETED or its order is PAID/RESERVED; notification.send when its dedup record is done;
-inventory.reserve when the SKU holds the order's reservation. Skipped jobs are deleted from the
-DLQ ("already done"); the others are sent to the source queue (FIFO: same group, fresh
-deduplication id) and then deleted. Jobs outside the filters, and bodies that are not valid
-jobs, stay in the DLQ. Reading raises receive counts (SQS cannot peek).
+Each matching job is checked first against its idempotency record on tenang's idempotency
+table, the one the job runner keeps for an idempotent job type (keyed on the job type's name and
+the job's idempotency key): a COMPLETED record means the job already ran, and it is deleted from
+the DLQ ("already done"). The others are sent to the source queue (FIFO: same group, fresh
+deduplication id) and then deleted. A job type that keeps itself idempotent another way (its job
+module's idempotency 'self', or a persistence layer of its own) has no record there: its jobs are
+replayed, and its consumer's own guard drops one whose effect already happened. The envelope is
+checked, the payload is the consumer's to check: one it refuses returns to the DLQ at once. Jobs
+outside the filters, and bodies that are not valid job envelopes, stay in the DLQ. Reading
+raises receive counts (SQS cannot peek).
 Exit code 1 when any message failed.
 
 For a stream consumer (${STREAM_CONSUMERS_HELP}) each on-failure message names a
@@ -205,17 +209,18 @@ shard and a sequence range: the records are read back from the stream (GetShardI
 AT_SEQUENCE_NUMBER, GetRecords to the range's end), the consumer function is invoked once per
 batch with the event the mapping would deliver (Invoke, RequestResponse), and the message is
 deleted only when the invocation succeeded with no batch item failures. Replaying a whole batch
-is safe: both consumers are idempotent (the cache invalidator fences every key by the order's
-version; the outbox relay derives each follow-up's dedup id from the order and its version, so
-it enqueues each once). The stream keeps records 24 h: a batch no longer in it stays in the
-queue, and the replay says what to do instead (cache invalidator: \`tenang cache invalidate\`;
-outbox relay: nothing automatic, the range and any orders read are named). The outbox relay
-sheds notifications in degrade mode: replay after leaving it. A paused stream consumer is not
-replayed (the invocation would bypass the pause): resume it first, or pass --while-paused when
-the replay is the point of the pause. The replay is a third reader of each shard both
-consumers' mappings read, and DynamoDB Streams allows two at a time: its reads, and the
-mappings' while it reads, may be throttled (LimitExceededException). It pauses neither mapping
-(a pause costs stale cache reads or late follow-ups while it lasts, and longer if an
+relies on the consumer being idempotent per record, as a stream consumer must be anyway (its
+mapping retries whole batches too), e.g. by fencing a cache key at the item's version, or by
+deriving each enqueued job's dedup id from the item and its version. The stream keeps records
+24 h: a batch no longer in it stays in the queue, and the replay says what to do instead, from
+what the consumer declares (one that uses the cache: \`tenang cache invalidate\`; one that
+enqueues jobs: nothing automatic, the range and the keys read are named). A consumer that reads
+the degrade flag may shed or defer work while the stage is degraded: replay after leaving it. A
+paused stream consumer is not replayed (the invocation would bypass the pause): resume it first,
+or pass --while-paused when the replay is the point of the pause. The replay is another reader
+of each shard the table's consumers' mappings read, and DynamoDB Streams allows two at a time:
+its reads, and the mappings' while it reads, may be throttled (LimitExceededException). It
+pauses no mapping (a pause costs the consumers' work while it lasts, and longer if an
 interrupted replay leaves it on); it backs off with jitter and retries each throttled read, and
 the output (JSON: throttledReads) says how many were throttled. A batch whose reads stay
 throttled through the backoff stays in the queue (read-throttled): run the replay again.
@@ -223,11 +228,11 @@ throttled through the backoff stays in the queue (read-throttled): run the repla
 missing, reads throttled, function failed, unreadable).
 
 Examples:
-  $ tenang dlq replay notification.send --dry-run
-  $ tenang dlq replay payment.capture --error-class ProviderUnavailableError --since 2h --rate 2/s
-  $ tenang dlq replay inventory.reserve --max 50 --yes --audit-log ./audit/reserve.jsonl
-  $ tenang dlq replay outbox-relay --dry-run
-  $ tenang dlq replay cache-invalidator --yes --json`,
+  $ tenang dlq replay invoice.issue --dry-run
+  $ tenang dlq replay invoice.issue --error-class ProviderUnavailableError --since 2h --rate 2/s
+  $ tenang dlq replay receipt.send --max 50 --yes --audit-log ./audit/receipts.jsonl
+  $ tenang dlq replay invoice-relay --dry-run
+  $ tenang dlq replay invoice-relay --yes --json`,
     )
     .action(async (jobTypeName: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(DlqReplayOptionsSchema, cmd.optsWithGlobals());
@@ -432,7 +437,7 @@ function jsonStreamOutcome(o: StreamReplayOutcome): Record<string, unknown> {
     endSequenceNumber: batch?.endSequenceNumber,
     batchSize: batch?.batchSize,
     recordsRead: o.read?.records.length ?? 0,
-    orders: o.orders,
+    keys: o.keys,
     outcome: o.outcome,
     reason: o.reason,
     error: o.error,

@@ -5,6 +5,8 @@
  * protected resource still refuses the old owner's writes once the new one has written.
  */
 import type { Command } from 'commander';
+import type { PipelineConfig, ResolvedTable } from '../../config';
+import { TABLE_KEYS } from '../../config/tables';
 import * as z from '../../config/zod';
 import { isOrphan, type LockHolder, type LockRecord, type LockStore } from '../../core/lease-lock';
 import {
@@ -19,19 +21,18 @@ import { DurationSchema, formatAge } from '../duration';
 import { nonEmpty, parseOptions } from '../options';
 import { renderTable } from '../table';
 
-/** The locks table's name in the stack naming (`tenang-<stage>-locks`). */
-const LOCKS_TABLE = 'locks';
-
 /** Options of `lock list`. */
 export const LockListOptionsSchema = z.object({
   olderThan: z.optional(DurationSchema),
   orphans: z.optional(z.boolean()),
+  table: z.optional(nonEmpty('--table')),
   json: z.optional(z.boolean()),
 });
 
 /** Options of `lock release`, with the resource argument as `resource`. */
 export const LockReleaseOptionsSchema = z.object({
   resource: nonEmpty('<resource>'),
+  table: z.optional(nonEmpty('--table')),
   owner: nonEmpty('--owner (the owner token `tenang lock list` shows)'),
   force: z.optional(z.boolean()),
   dryRun: z.optional(z.boolean()),
@@ -122,7 +123,8 @@ export function releaseRefusal(
   force: boolean,
   now: Date,
 ): string | undefined {
-  if (record === undefined) return `no lock record for ${resource} in the locks table: nothing to release`;
+  if (record === undefined)
+    return `no lock record for ${resource} in the lease-lock table: nothing to release`;
   const holder = record.holder;
   if (holder === undefined)
     return `${resource} is not held (already released; fence ${record.fence} is kept): nothing to release`;
@@ -147,7 +149,7 @@ export function releaseRefusal(
 export function assertConfirmable(opts: Pick<LockReleaseOptions, 'dryRun' | 'yes'>, prompt: Prompt): void {
   if (opts.dryRun !== true && opts.yes !== true && !prompt.interactive) {
     throw new UsageError(
-      'lock release changes the locks table: add --yes to run it without a terminal to confirm on (or --dry-run to see what it would do)',
+      'lock release changes the lease-lock table: add --yes to run it without a terminal to confirm on (or --dry-run to see what it would do)',
     );
   }
 }
@@ -242,14 +244,58 @@ export function describeRelease(o: LockReleaseOutcome): string {
   }
 }
 
-/** The stage's locks table; its DynamoDB store is loaded when a command runs. */
-async function lockStore(ctx: CliContext): Promise<{ store: LockStore; table: string }> {
+/**
+ * The declared lease-lock tables: those with the layout DynamoDbLockStore reads (TABLE_KEYS.locks:
+ * partition key `resource`, TTL `expiresAtEpoch`), whatever the app named them.
+ */
+export function lockTables(config: PipelineConfig): ResolvedTable[] {
+  const { partitionKey, ttl } = TABLE_KEYS.locks;
+  return config.tables.filter(
+    (t) => t.partitionKey === partitionKey && t.ttl === ttl && t.sortKey === undefined,
+  );
+}
+
+/**
+ * The declared lease-lock table `--table` names, else the only one.
+ * @throws CommandFailedError when there is none, or several and no --table, or --table names another
+ */
+export function lockTable(config: PipelineConfig, name: string | undefined): ResolvedTable {
+  const tables = lockTables(config);
+  const names = tables.map((t) => t.name).join(', ');
+  const layout = `partition key ${TABLE_KEYS.locks.partitionKey}, TTL ${TABLE_KEYS.locks.ttl} (TABLE_KEYS.locks)`;
+  if (name !== undefined) {
+    const named = tables.find((t) => t.name === name);
+    if (named === undefined) {
+      throw new CommandFailedError(
+        `--table ${name} is not a lease-lock table of the pipeline (${layout}); those it declares: ${names || 'none'}`,
+      );
+    }
+    return named;
+  }
+  const [only, ...more] = tables;
+  if (only === undefined) {
+    throw new CommandFailedError(`the pipeline declares no lease-lock table (one with ${layout})`);
+  }
+  if (more.length > 0) {
+    throw new CommandFailedError(
+      `the pipeline declares several lease-lock tables (${names}): name one with --table`,
+    );
+  }
+  return only;
+}
+
+/** The stage's lease-lock table; its DynamoDB store is loaded when a command runs. */
+async function lockStore(
+  ctx: CliContext,
+  name: string | undefined,
+): Promise<{ store: LockStore; table: string }> {
+  const declared = lockTable(ctx.config, name);
   const [{ DynamoDbLockStore }, { discoverResources, tableName }] = await Promise.all([
     import('../../adapters/aws/dynamodb-lock-store'),
     import('../pipeline-resources'),
   ]);
   const resources = await discoverResources(ctx);
-  const table = tableName(ctx, resources, LOCKS_TABLE);
+  const table = tableName(ctx, resources, declared.name);
   return { store: new DynamoDbLockStore(ctx.clients.dynamodb, table), table };
 }
 
@@ -264,6 +310,10 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
     .description('List every held lease lock: owner, fence, age, expiry, live or orphan')
     .option('--older-than <duration>', 'only locks acquired more than this long ago: 90s, 5m, 2h, 1d')
     .option('--orphans', 'only orphans: leases that expired without a release')
+    .option(
+      '--table <name>',
+      'the lease-lock table, when the pipeline declares several (default: the only one)',
+    )
     .option('--json', 'print the locks as JSON')
     .addHelpText(
       'after',
@@ -279,7 +329,7 @@ Examples:
     .action(async (_opts: unknown, cmd: Command) => {
       const opts = parseOptions(LockListOptionsSchema, cmd.optsWithGlobals());
       const ctx = context();
-      const { store, table } = await lockStore(ctx);
+      const { store, table } = await lockStore(ctx, opts.table);
       const records = await store.listHeld();
       const now = ctx.now();
       const all = heldLocks(records, now);
@@ -316,9 +366,13 @@ Examples:
   lock
     .command('release')
     .description("Release a lease lock: by its owner's token, or with --force only once it expired")
-    .argument('<resource>', 'the locked resource, e.g. inventory:sku-42')
+    .argument('<resource>', 'the locked resource, e.g. invoice:inv-42')
     .option('--owner <token>', 'the owner token the lease must have (from tenang lock list)')
     .option('--force', 'release only if the lease expired (an orphan); a live lease is refused')
+    .option(
+      '--table <name>',
+      'the lease-lock table, when the pipeline declares several (default: the only one)',
+    )
     .option('--dry-run', 'check and show what would be released without writing')
     .option('--yes', 'do not ask for confirmation (required when stdin is not a terminal)')
     .option('--json', 'print the result as JSON')
@@ -332,16 +386,16 @@ the next holder gets a higher one, and the protected resource refuses the old ow
 Exit code 1 when the release is refused.
 
 Examples:
-  $ tenang lock release inventory:sku-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --force --dry-run
-  $ tenang lock release inventory:sku-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --force
-  $ tenang lock release inventory:sku-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --yes`,
+  $ tenang lock release invoice:inv-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --force --dry-run
+  $ tenang lock release invoice:inv-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --force
+  $ tenang lock release invoice:inv-42 --owner 3f6c2a1e-9b7d-4c1a-8e2f-5d4b3a2c1e0f --yes`,
     )
     .action(async (resource: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(LockReleaseOptionsSchema, { ...cmd.optsWithGlobals(), resource });
       const ctx = context();
       const prompt = ctx.prompt ?? NO_PROMPT;
       assertConfirmable(opts, prompt);
-      const { store } = await lockStore(ctx);
+      const { store } = await lockStore(ctx, opts.table);
       const outcome = await releaseLock(store, opts, { now: ctx.now, prompt });
       ctx.out(opts.json === true ? JSON.stringify(outcome, null, 2) : describeRelease(outcome));
     });

@@ -32,7 +32,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
   program
     .command('pause')
     .description('Pause a consumer: write its pause flag and disable its event source mapping now')
-    .argument('<consumer>', 'consumer to pause, e.g. notification-consumer')
+    .argument('<consumer>', 'consumer to pause, e.g. invoice-consumer')
     .option('--reason <text>', 'why (shown by status, alarms and the audit trail)')
     .option(
       '--for <duration>',
@@ -47,8 +47,8 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
 Messages stay in the queue while paused; "tenang resume" drains them.
 
 Examples:
-  $ tenang pause notification-consumer --reason "messaging provider outage" --for 30m
-  $ tenang --stage prod pause inventory-consumer --reason "stock migration" --for 2h --dry-run`,
+  $ tenang pause invoice-consumer --reason "invoicing provider outage" --for 30m
+  $ tenang --stage prod pause receipt-consumer --reason "mail migration" --for 2h --dry-run`,
     )
     .action(async (consumer: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(PauseOptionsSchema, cmd.optsWithGlobals());

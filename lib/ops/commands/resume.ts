@@ -25,8 +25,8 @@ The backlog drains at the consumer's configured concurrency; its backlog alarms 
 suppressed for a few periods after the resume.
 
 Examples:
-  $ tenang resume notification-consumer
-  $ tenang --stage prod resume inventory-consumer --json`,
+  $ tenang resume invoice-consumer
+  $ tenang --stage prod resume receipt-consumer --json`,
     )
     .action(async (consumer: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(ResumeOptionsSchema, cmd.optsWithGlobals());

@@ -1,8 +1,9 @@
 /**
  * `dlq replay <job-type>` (R5, X3): receives the DLQ's messages (hidden while the run lasts),
- * decides each against its effect (lib/ops/replay-effects.ts), asks, and replays at the given
+ * decides each against its idempotency record (lib/ops/replay-effects.ts), asks, and replays at the given
  * rate with an audit trail (lib/ops/dlq/replay.ts). lib/ops/commands/dlq.ts prints the outcome.
  */
+import { IDEMPOTENCY_TABLE } from '../../config/tables';
 import type { ReplayFilter } from '../../core/replay';
 import type { CliContext, Prompt } from '../cli-context';
 import { discoverResources, findJobType, queueUrl, tableName } from '../pipeline-resources';
@@ -43,12 +44,7 @@ export async function replayDeadLetters(
   const sourceUrl = queueUrl(resources, jobType.queueName);
   const checker = new DynamoDbEffectChecker(
     ctx.clients.dynamodb,
-    {
-      orders: tableName(ctx, resources, 'orders'),
-      idempotency: tableName(ctx, resources, 'idempotency'),
-      dedup: tableName(ctx, resources, 'dedup'),
-      inventory: tableName(ctx, resources, 'inventory'),
-    },
+    { idempotency: tableName(ctx, resources, IDEMPOTENCY_TABLE.name) },
     ctx.now,
   );
   // Hidden long enough to decide, confirm and send them all at the given rate.

@@ -8,7 +8,7 @@
  * lib/ops/commands/dlq.ts prints the outcome.
  */
 import { ThrottledReads } from '../../adapters/aws/stream-read-throttles';
-import type { ResolvedStreamConsumer } from '../../config';
+import type { ResolvedStreamConsumer, ResolvedTable } from '../../config';
 import { mappingStatus } from '../../core/reconcile';
 import { CommandFailedError, type CliContext, type Prompt } from '../cli-context';
 import { readConsumerPause } from '../pause-control';
@@ -35,6 +35,17 @@ export interface StreamFailureReplay {
   /** GetRecords attempts answered LimitExceededException (more than two readers on a shard). */
   readonly throttledReads: number;
   readonly outcomes: readonly StreamReplayOutcome[];
+}
+
+/** The declared table whose stream `stream` consumes. */
+function streamTable(ctx: CliContext, stream: ResolvedStreamConsumer): ResolvedTable {
+  const table = ctx.config.tables.find((t) => t.name === stream.table);
+  if (table === undefined) {
+    throw new CommandFailedError(
+      `${stream.consumer} consumes table ${stream.table}, which the pipeline does not declare`,
+    );
+  }
+  return table;
 }
 
 /** Replays `stream`'s on-failure queue; undefined when the operator declined (the messages are back). */
@@ -65,7 +76,14 @@ export async function replayStreamFailures(
   const received = await receiveDeadLetters(ctx.clients.sqs, dlqUrl, { max: opts.max, visibilitySeconds });
   const throttles = new ThrottledReads();
   const plan = await planOrRelease(ctx, dlqUrl, received, () =>
-    planStreamReplay(ctx.clients.streams, received.map(toStreamFailure), { throttles }),
+    planStreamReplay(
+      ctx.clients.streams,
+      received.map(toStreamFailure),
+      streamTable(ctx, stream).partitionKey,
+      {
+        throttles,
+      },
+    ),
   );
   const question = (): string => {
     const readable = plan.filter((p) => p.read?.kind === 'complete');
@@ -78,7 +96,7 @@ export async function replayStreamFailures(
   const trail = auditTrail<StreamReplayAuditRecord>(ctx, opts);
   const outcomes = await executeStreamReplay(ctx.clients, plan, {
     stage: ctx.stage,
-    consumer: stream.consumer,
+    stream,
     functionName,
     dlqUrl,
     dryRun,

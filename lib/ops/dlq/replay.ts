@@ -13,7 +13,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { ResolvedJobType } from '../../config';
-import { knownPayloadSchema, parseEnvelope, type JobEnvelope } from '../../core/envelope';
+import * as z from '../../config/zod';
+import { parseEnvelope, type JobEnvelope } from '../../core/envelope';
 import { decideReplay, type EffectCheck, type ReplayDecision, type ReplayFilter } from '../../core/replay';
 import { releaseDeadLetters, type ReceivedDeadLetter } from './messages';
 
@@ -63,14 +64,16 @@ export async function planReplay(
   jobType: ResolvedJobType,
   messages: readonly ReceivedDeadLetter[],
   filter: ReplayFilter,
-  effect: (job: JobEnvelope<string>) => Promise<EffectCheck>,
+  effect: (job: JobEnvelope) => Promise<EffectCheck>,
 ): Promise<PlannedReplay[]> {
   const planned: PlannedReplay[] = [];
   for (const message of messages) {
-    let job: JobEnvelope<string> | undefined;
+    let job: JobEnvelope | undefined;
     let problem = '';
     try {
-      job = parseEnvelope(message.body, jobType.name, knownPayloadSchema(jobType.name));
+      // The envelope only: the CLI knows the job type by its declaration, not its payload schema
+      // (the job module's). A payload the consumer refuses goes back to the DLQ on its first attempt.
+      job = parseEnvelope(message.body, jobType.name, z.unknown());
     } catch (error) {
       problem = error instanceof Error ? error.message : String(error);
     }

@@ -1,14 +1,15 @@
 /**
- * Recovery from a stream consumer's on-failure queue (R5 for D6 and C2). When a batch of the
- * orders stream keeps failing, Lambda sends the on-failure queue metadata only (AWS's
+ * Recovery from a stream consumer's on-failure queue (R5 for D6 and C2). When a batch of a
+ * table's stream keeps failing, Lambda sends the on-failure queue metadata only (AWS's
  * DDBStreamBatchInfo: shard and sequence range), never the records. A replay reads that range
  * back from the stream, builds the event exactly as the mapping delivers it, invokes the consumer
  * synchronously and deletes the message only when every record succeeded. Replaying a whole batch
- * is safe because both consumers are idempotent (the invalidator fences by version, the relay
- * derives dedup ids from order and version). The stream keeps records 24 h: after that, the
- * message stays and the replay says what to do instead.
+ * relies on the consumer being idempotent per record, as a stream consumer must be anyway (the
+ * mapping retries whole batches too): e.g. the reference app's invalidator fences by version, its
+ * relay derives dedup ids from order and version. The stream keeps records 24 h: after that, the
+ * message stays and the replay says what to do instead, from what the consumer declares it does.
  *
- * The replay is a third reader of a shard both consumers' mappings already read, and AWS allows
+ * The replay is a third reader of a shard two consumers' mappings may already read, and AWS allows
  * two ("No more than two processes at most should be reading from the same streams shard at the
  * same time. Having more than two readers per shard can result in throttling.", DynamoDB
  * developer guide): its GetRecords may be answered LimitExceededException, and the mappings'
@@ -28,13 +29,12 @@ import {
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import { DeleteMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { readOrderChange } from '../../adapters/aws/order-stream';
-import { toDynamoDbRecord } from '../../adapters/aws/stream-record';
+import { streamItemKey, toDynamoDbRecord } from '../../adapters/aws/stream-record';
 import { ThrottledReads } from '../../adapters/aws/stream-read-throttles';
 import * as z from '../../config/zod';
-import type { RetryPolicy } from '../../config/schema';
+import type { RetryPolicy, StreamConsumer } from '../../config/schema';
 import { fullJitterDelaySeconds, type Random } from '../../core/backoff';
-import { cacheKeyspace, entityPrefix } from '../../core/cache-keys';
+import { CACHED_ENTITIES, cacheKeyspace, entityPrefix } from '../../core/cache-keys';
 import { releaseDeadLetters, type ReceivedDeadLetter } from './messages';
 
 /** How long DynamoDB Streams keeps a record. */
@@ -314,13 +314,13 @@ export async function readBatchRecords(
   return { kind: 'complete', records };
 }
 
-/** The order ids a batch's records change, in order, each once. */
-export function ordersOf(records: readonly DynamoDBRecord[]): string[] {
-  const ids = records.flatMap((r) => {
-    const change = readOrderChange(r);
-    return change.kind === 'order' ? [change.orderId] : [];
+/** The keys (`partitionKey`) of the items a batch's records change, in order, each once. */
+export function keysOf(records: readonly DynamoDBRecord[], partitionKey: string): string[] {
+  const keys = records.flatMap((r) => {
+    const key = streamItemKey(r, partitionKey);
+    return key === undefined ? [] : [key];
   });
-  return [...new Set(ids)];
+  return [...new Set(keys)];
 }
 
 /** How one synchronous invocation of the consumer ended. */
@@ -368,15 +368,20 @@ export async function invokeBatch(
   return { ok: true };
 }
 
+/** What the replay knows of the consumer: its declaration's name, table and resources. */
+export type StreamConsumerFacts = Pick<StreamConsumer, 'consumer' | 'table' | 'resources'>;
+
 /**
- * What to do when a batch can no longer be read from the stream: the consumer's own way to
- * repair what the lost records would have done, or at least where they were.
+ * What to do when a batch can no longer be read from the stream, from what the consumer declares
+ * it does: one that uses the cache (an invalidator) left cached entities stale, which an
+ * invalidation repairs; one that enqueues jobs (an outbox relay) never enqueued the changes'
+ * jobs, which nothing replays. Either way: where the lost changes were, and the keys read.
  */
 export function missingRecordsAdvice(
   stage: string,
-  consumer: string,
+  stream: StreamConsumerFacts,
   batch: StreamBatchInfo,
-  orders: readonly string[],
+  keys: readonly string[],
 ): string {
   const where = `shard ${batch.shardId}, sequence numbers ${batch.startSequenceNumber}..${batch.endSequenceNumber}${
     batch.approximateArrivalOfFirstRecord === undefined
@@ -385,17 +390,31 @@ export function missingRecordsAdvice(
           batch.approximateArrivalOfLastRecord?.toISOString() ?? '?'
         }`
   }`;
-  const known = orders.length > 0 ? ` (orders read: ${orders.join(', ')})` : '';
-  switch (consumer) {
-    case 'cache-invalidator':
-      return `cached orders changed in ${where}${known} may be stale: ${
-        orders.length > 0 ? `tenang --stage ${stage} cache invalidate --entity order:<id> for each, or ` : ''
-      }tenang --stage ${stage} cache invalidate --prefix '${entityPrefix(cacheKeyspace(stage), 'order')}'`;
-    case 'outbox-relay':
-      return `nothing replays this automatically: orders that became PAID in ${where}${known} never had their follow-up jobs (notifications, reservations) enqueued; find them in the orders table and enqueue their follow-ups by hand`;
-    default:
-      return `the changes in ${where}${known} were never processed by ${consumer}`;
+  const known = keys.length > 0 ? ` (${stream.table} keys read: ${keys.join(', ')})` : '';
+  const advice: string[] = [];
+  if (stream.resources.cache) {
+    const keyspace = cacheKeyspace(stage);
+    // With one cached entity, its ids are the keys read (the source table's partition key).
+    const [only] = CACHED_ENTITIES.length === 1 ? CACHED_ENTITIES : [];
+    const each =
+      keys.length > 0 && only !== undefined
+        ? `tenang --stage ${stage} cache invalidate --entity ${only}:<key> for each, or `
+        : '';
+    const prefixes = CACHED_ENTITIES.map(
+      (e) => `tenang --stage ${stage} cache invalidate --prefix '${entityPrefix(keyspace, e)}'`,
+    ).join(', then ');
+    advice.push(
+      `cached entities of ${stream.table} changed in ${where}${known} may be stale: ${each}${prefixes}`,
+    );
   }
+  if (stream.resources.queues.length > 0) {
+    advice.push(
+      `nothing replays this automatically: the changes of ${stream.table} in ${where}${known} never had the jobs ${stream.consumer} enqueues for them (${stream.resources.queues.join(', ')}) enqueued; find those items in the ${stream.table} table and enqueue their jobs by hand`,
+    );
+  }
+  if (advice.length === 0)
+    advice.push(`the changes in ${where}${known} were never processed by ${stream.consumer}`);
+  return advice.join('; ');
 }
 
 /** What became of one on-failure message. */
@@ -407,13 +426,15 @@ export interface PlannedStreamReplay {
   readonly failure: StreamFailure;
   /** Undefined when the message is not an invocation record. */
   readonly read: BatchRead | undefined;
-  readonly orders: readonly string[];
+  /** The keys of the items the records read back change (the table's partition key). */
+  readonly keys: readonly string[];
 }
 
-/** Reads every message's records back from the stream. */
+/** Reads every message's records back from the stream; `partitionKey` is the table's. */
 export async function planStreamReplay(
   streams: DynamoDBStreamsClient,
   failures: readonly StreamFailure[],
+  partitionKey: string,
   policy: StreamReadPolicy = { throttles: new ThrottledReads() },
 ): Promise<PlannedStreamReplay[]> {
   const planned: PlannedStreamReplay[] = [];
@@ -422,7 +443,7 @@ export async function planStreamReplay(
       failure.record === undefined
         ? undefined
         : await readBatchRecords(streams, failure.record.batch, policy);
-    planned.push({ failure, read, orders: ordersOf(read?.records ?? []) });
+    planned.push({ failure, read, keys: keysOf(read?.records ?? [], partitionKey) });
   }
   return planned;
 }
@@ -450,7 +471,8 @@ export interface StreamReplayAuditRecord {
   readonly endSequenceNumber: string | undefined;
   readonly batchSize: number | undefined;
   readonly recordsRead: number;
-  readonly orders: readonly string[];
+  /** The keys of the items the records read back change. */
+  readonly keys: readonly string[];
   readonly outcome: StreamReplayOutcomeKind;
   readonly reason: string;
   readonly error: string | undefined;
@@ -459,7 +481,8 @@ export interface StreamReplayAuditRecord {
 /** How to act on a plan. */
 export interface StreamReplayRun {
   readonly stage: string;
-  readonly consumer: string;
+  /** The consumer, as declared. */
+  readonly stream: StreamConsumerFacts;
   /** The deployed consumer function. */
   readonly functionName: string;
   readonly dlqUrl: string;
@@ -503,7 +526,7 @@ export async function executeStreamReplay(
       untouched.push(failure.message);
     } else if (read.kind === 'missing') {
       outcome = 'records-missing';
-      reason = `${read.reason}; ${missingRecordsAdvice(run.stage, run.consumer, failure.record.batch, item.orders)}`;
+      reason = `${read.reason}; ${missingRecordsAdvice(run.stage, run.stream, failure.record.batch, item.keys)}`;
       untouched.push(failure.message);
     } else if (read.kind === 'throttled') {
       outcome = 'read-throttled';
@@ -524,7 +547,7 @@ export async function executeStreamReplay(
         invoked = result.ok;
         if (result.ok) {
           // Deleted only after the whole batch succeeded: a failure in between replays it again
-          // later, which the consumers' idempotency makes harmless.
+          // later, which the consumer's idempotency makes harmless.
           await clients.sqs.send(
             new DeleteMessageCommand({ QueueUrl: run.dlqUrl, ReceiptHandle: failure.message.receiptHandle }),
           );
@@ -552,7 +575,7 @@ export async function executeStreamReplay(
       at: run.now().toISOString(),
       actor: run.actor,
       stage: run.stage,
-      consumer: run.consumer,
+      consumer: run.stream.consumer,
       functionName: run.functionName,
       dryRun: run.dryRun,
       messageId: failure.message.messageId,
@@ -562,7 +585,7 @@ export async function executeStreamReplay(
       endSequenceNumber: batch?.endSequenceNumber,
       batchSize: batch?.batchSize,
       recordsRead: read?.records.length ?? 0,
-      orders: item.orders,
+      keys: item.keys,
       outcome,
       reason,
       error,

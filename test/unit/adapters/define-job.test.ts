@@ -13,7 +13,7 @@ import {
   TransitionAlreadyDoneError,
   ValidationError,
 } from '../../../lib/core/errors';
-import { OrderAlreadyPaidError } from '../../../lib/core/payment';
+import { OrderAlreadyPaidError } from '../../../lib/reference/payment';
 
 describe('Function: toDomainError', () => {
   it.each([

@@ -25,7 +25,8 @@ import { PERMISSION_DENIED_RUNBOOK } from '../../../lib/adapters/aws/permission-
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC, backoffCeilingSeconds, type ResolvedJobType } from '../../../lib/config';
 import { SQS_MAX_VISIBILITY_SECONDS, permissionHoldSeconds } from '../../../lib/core/backoff';
-import { makeEnvelope, type JobEnvelope, type JobTypeName, type PayloadOf } from '../../../lib/core/envelope';
+import { makeEnvelope, type JobEnvelope } from '../../../lib/core/envelope';
+import { PAYLOADS, type JobTypeName, type PayloadOf } from '../../../lib/reference/payloads';
 
 const REGION = 'eu-west-1';
 const ACCOUNT = '123456789012';
@@ -147,9 +148,10 @@ function runnerFor(
   { logLevel = 'SILENT' }: { readonly logLevel?: 'SILENT' | 'ERROR' } = {},
 ) {
   const calls: { job: JobEnvelope; ctx: JobContext }[] = [];
-  const run = createSqsJobRunner({
+  const run = createSqsJobRunner<unknown>({
     jobType,
-    expectedType: jobType.name as JobTypeName,
+    expectedType: jobType.name,
+    payloadSchema: PAYLOADS[jobType.name as JobTypeName],
     queueUrl: queueUrl(jobType.queueName),
     dlqUrl: queueUrl(jobType.dlqName),
     ...(jobType.expiredQueueName === undefined
@@ -690,6 +692,7 @@ describe('Function: createSqsJobRunner', () => {
         createSqsJobRunner({
           jobType: NOTIFY,
           expectedType: 'notification.send',
+          payloadSchema: PAYLOADS['notification.send'],
           queueUrl: queueUrl(NOTIFY.queueName),
           dlqUrl: queueUrl(NOTIFY.dlqName),
           sqs: new SQSClient({ region: REGION }),

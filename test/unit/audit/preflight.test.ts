@@ -237,7 +237,7 @@ describe('Preflight (P5)', () => {
       ]);
       expect(stage.retainedLogGroups).toContain('/aws/lambda/tenang-unit-flag-reconciler');
       expect(stage.bootstrap?.version).toBe(6);
-      expect(stage.notes.join(' ')).toMatch(/ingress, order-reader.*--cdk-out/);
+      expect(stage.notes.join(' ')).toMatch(/functions the app adds to the stack itself.*--cdk-out/);
     });
   });
 

@@ -1,4 +1,5 @@
 import {
+  cacheSourceTable,
   IDEMPOTENCY_TABLE,
   PipelineConfigError,
   loadPipelineConfig,
@@ -198,5 +199,50 @@ describe('Function: tableVariable', () => {
 describe('Function: queueUrlVariable', () => {
   it('when given a job type, it names its queue URL variable after the whole name', () => {
     expect(queueUrlVariable('notification.send')).toBe('NOTIFICATION_SEND_QUEUE_URL');
+  });
+});
+
+describe('Function: cacheSourceTable', () => {
+  const invoices = { name: 'invoices', partitionKey: 'invoiceId', stream: 'NEW_AND_OLD_IMAGES' } as const;
+  const ledger = { name: 'ledger', partitionKey: 'entryId', stream: 'NEW_IMAGE' } as const;
+
+  it('when a stream consumer uses the cache, the table whose stream it reads is the cached entities’ source', () => {
+    // Prepare: another consumer reads another table without the cache.
+    const config = loadPipelineConfig(
+      pipelineInput({
+        tables: [ledger, invoices],
+        streamConsumers: [
+          streamConsumerInput({ consumer: 'ledger-relay', table: 'ledger', runbook: 'ledger-relay' }),
+          streamConsumerInput({
+            consumer: 'invoice-cache-sync',
+            table: 'invoices',
+            resources: { cache: true },
+          }),
+        ],
+      }),
+    );
+
+    // Act
+    const source = cacheSourceTable(config);
+
+    // Assess
+    expect(source).toMatchObject({
+      name: 'invoices',
+      partitionKey: 'invoiceId',
+      tableName: 'tenang-test-invoices',
+    });
+  });
+
+  it('when no stream consumer uses the cache, there is no source', () => {
+    // Prepare
+    const config = loadPipelineConfig(
+      pipelineInput({ tables: [invoices], streamConsumers: [streamConsumerInput({ table: 'invoices' })] }),
+    );
+
+    // Act
+    const source = cacheSourceTable(config);
+
+    // Assess
+    expect(source).toBeUndefined();
   });
 });

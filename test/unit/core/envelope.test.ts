@@ -1,12 +1,6 @@
 import fc from 'fast-check';
-import {
-  ENVELOPE_VERSION,
-  MAX_PAYLOAD_BYTES,
-  makeEnvelope,
-  parseEnvelope,
-  type JobTypeName,
-  type PayloadOf,
-} from '../../../lib/core/envelope';
+import { ENVELOPE_VERSION, MAX_PAYLOAD_BYTES, makeEnvelope } from '../../../lib/core/envelope';
+import { type JobTypeName, type PayloadOf, parseReferenceEnvelope } from '../../../lib/reference/payloads';
 import { ValidationError, classifyError } from '../../../lib/core/errors';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
@@ -62,7 +56,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf(type));
 
       // Act
-      const envelope = parseEnvelope(body, type);
+      const envelope = parseReferenceEnvelope(body, type);
 
       // Assess
       expect(envelope).toEqual(envelopeOf(type));
@@ -73,7 +67,7 @@ describe('Function: parseEnvelope', () => {
       const body = paymentBody({ note: 'gift wrap' });
 
       // Act
-      const envelope = parseEnvelope(body, 'payment.capture');
+      const envelope = parseReferenceEnvelope(body, 'payment.capture');
 
       // Assess
       expect(envelope.payload).toEqual(PAYLOAD['payment.capture']);
@@ -86,7 +80,7 @@ describe('Function: parseEnvelope', () => {
       );
 
       // Act
-      const envelope = parseEnvelope(body, 'inventory.reserve');
+      const envelope = parseReferenceEnvelope(body, 'inventory.reserve');
 
       // Assess
       expect(envelope.enqueuedAt).toBe('2030-06-01T14:00:00+02:00');
@@ -103,7 +97,7 @@ describe('Function: parseEnvelope', () => {
         const body = JSON.stringify(envelopeOf('payment.capture', { [field]: value }));
 
         // Act
-        const envelope = parseEnvelope(body, 'payment.capture');
+        const envelope = parseReferenceEnvelope(body, 'payment.capture');
 
         // Assess
         expect(envelope[field as 'correlationId' | 'idempotencyKey']).toBe(value);
@@ -114,7 +108,9 @@ describe('Function: parseEnvelope', () => {
   describe('when the message is invalid, it throws a permanent ValidationError', () => {
     it('when the body is not JSON, it says so and keeps the parser error as the cause', () => {
       // Act
-      const error = validationErrorOf(() => parseEnvelope('{"type": "payment.capture",', 'payment.capture'));
+      const error = validationErrorOf(() =>
+        parseReferenceEnvelope('{"type": "payment.capture",', 'payment.capture'),
+      );
 
       // Assess
       expect(error.message).toMatch(/^message body is not JSON: /);
@@ -130,7 +126,7 @@ describe('Function: parseEnvelope', () => {
       { case: 'a number', body: '42' },
     ])('when the body is $case instead of an object, it names the whole message', ({ body }) => {
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^message: .*expected object/)]);
@@ -138,7 +134,7 @@ describe('Function: parseEnvelope', () => {
 
     it('when the envelope is an empty object, it names every required field', () => {
       // Act
-      const error = validationErrorOf(() => parseEnvelope('{}', 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope('{}', 'payment.capture'));
 
       // Assess
       const fields = error.problems.map((p) => p.split(':')[0]);
@@ -159,7 +155,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('payment.capture', { type: 'payment.refund' }));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^type: /)]);
@@ -170,7 +166,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('notification.send'));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual(['type: expected payment.capture, got notification.send']);
@@ -181,7 +177,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('payment.capture', { idempotencyKey: undefined }));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^idempotencyKey: /)]);
@@ -192,7 +188,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('payment.capture', { idempotencyKey: '' }));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^idempotencyKey: /)]);
@@ -203,7 +199,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('payment.capture', { version: ENVELOPE_VERSION + 1 }));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.message).toMatch(/newer producer/);
@@ -215,7 +211,7 @@ describe('Function: parseEnvelope', () => {
       const body = paymentBody({ note: 'x'.repeat(MAX_PAYLOAD_BYTES) });
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^payload: \d+ bytes exceeds 65536$/)]);
@@ -227,7 +223,7 @@ describe('Function: parseEnvelope', () => {
       const body = paymentBody({ note: 'x'.repeat(MAX_PAYLOAD_BYTES - withoutPad) });
 
       // Act
-      const envelope = parseEnvelope(body, 'payment.capture');
+      const envelope = parseReferenceEnvelope(body, 'payment.capture');
 
       // Assess
       expect(envelope.payload.orderId).toBe('ord-1');
@@ -242,7 +238,7 @@ describe('Function: parseEnvelope', () => {
       );
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^payload: /)]);
@@ -260,7 +256,7 @@ describe('Function: parseEnvelope', () => {
       const body = JSON.stringify(envelopeOf('payment.capture', overrides));
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(new RegExp(`^${field}: `))]);
@@ -277,7 +273,7 @@ describe('Function: parseEnvelope', () => {
       const body = paymentBody(overrides);
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.message).toMatch(/^invalid payment.capture payload: /);
@@ -298,7 +294,7 @@ describe('Function: parseEnvelope', () => {
       const body = paymentBody({ orderId: value });
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'payment.capture'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'payment.capture'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^payload\.orderId: /)]);
@@ -313,7 +309,7 @@ describe('Function: parseEnvelope', () => {
       );
 
       // Act
-      const error = validationErrorOf(() => parseEnvelope(body, 'notification.send'));
+      const error = validationErrorOf(() => parseReferenceEnvelope(body, 'notification.send'));
 
       // Assess
       expect(error.problems).toEqual([expect.stringMatching(/^payload\.recipient: /)]);
@@ -370,7 +366,7 @@ describe('Function: parseEnvelope', () => {
           // Act
           let outcome: unknown;
           try {
-            outcome = parseEnvelope(body, expectedType);
+            outcome = parseReferenceEnvelope(body, expectedType);
           } catch (error) {
             outcome = error;
           }
@@ -410,7 +406,7 @@ describe('Function: parseEnvelope', () => {
             );
 
             // Act
-            const envelope = parseEnvelope(body, type);
+            const envelope = parseReferenceEnvelope(body, type);
 
             // Assess
             expect(envelope.payload.orderId).toBe(orderId);
@@ -432,7 +428,7 @@ describe('Function: makeEnvelope', () => {
     });
 
     // Act
-    const parsed = parseEnvelope(JSON.stringify(made), type);
+    const parsed = parseReferenceEnvelope(JSON.stringify(made), type);
 
     // Assess
     expect(made.version).toBe(ENVELOPE_VERSION);

@@ -1,15 +1,12 @@
 import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import type { Criticality } from '../../../lib/config/schema';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
-import { parseEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';
+import { type JobEnvelope } from '../../../lib/core/envelope';
+import { type JobTypeName, parseReferenceEnvelope } from '../../../lib/reference/payloads';
 import { ClaimInFlightError, classifyError } from '../../../lib/core/errors';
 import type { Order } from '../../../lib/core/order';
-import {
-  becamePaid,
-  followUpsForOrderChange,
-  relayFollowUps,
-  type OutboxDeps,
-} from '../../../lib/core/outbox';
+import { relayFollowUps, type OutboxDeps } from '../../../lib/core/outbox';
+import { becamePaid, followUpsForOrderChange } from '../../../lib/reference/order-follow-ups';
 import { manualClock } from '../../helpers/manual-clock';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
@@ -49,7 +46,7 @@ function deps(
       sent.push({ envelope, delaySeconds });
       return Promise.resolve();
     },
-    criticalityOf: (type) => CRITICALITY[type],
+    criticalityOf: (type) => CRITICALITY[type as JobTypeName],
     degraded: false,
     random: () => 0,
     inFlightClaimSeconds: 15,
@@ -99,7 +96,9 @@ describe('Function: followUpsForOrderChange', () => {
 
     // Assess
     for (const { envelope, dedupKey } of followUps) {
-      expect(parseEnvelope(JSON.stringify(envelope), envelope.type)).toEqual(envelope);
+      expect(parseReferenceEnvelope(JSON.stringify(envelope), envelope.type as JobTypeName)).toEqual(
+        envelope,
+      );
       expect(envelope.correlationId).toBe('ord-1');
       expect(envelope.idempotencyKey.startsWith('order:ord-1:v3:')).toBe(true);
       expect(dedupKey).toBe(`outbox:${envelope.idempotencyKey}`);

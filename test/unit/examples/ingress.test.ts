@@ -15,7 +15,7 @@ import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { InMemoryOrderStore } from '../../../harness/fakes/memory-order-store';
 import { jobTypeByName, METRIC, type Criticality, type ResolvedJobType } from '../../../lib/config';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
-import { parseEnvelope } from '../../../lib/core/envelope';
+import { parseReferenceEnvelope } from '../../../lib/reference/payloads';
 import type { Order } from '../../../lib/core/order';
 import { httpApiEvent, responseJson } from '../../helpers/http-events';
 import { manualClock } from '../../helpers/manual-clock';
@@ -299,7 +299,7 @@ describe('Function: ingress handler', () => {
         MessageDeduplicationId: jobId,
       });
       expect(message?.DelaySeconds).toBeUndefined();
-      const envelope = parseEnvelope(message?.MessageBody ?? '', 'payment.capture');
+      const envelope = parseReferenceEnvelope(message?.MessageBody ?? '', 'payment.capture');
       expect(envelope).toMatchObject({
         idempotencyKey: 'payment:pay-1:capture',
         correlationId: 'corr-42',

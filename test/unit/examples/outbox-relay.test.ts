@@ -14,7 +14,7 @@ import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC } from '../../../lib/config/metrics';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
-import { parseEnvelope } from '../../../lib/core/envelope';
+import { parseReferenceEnvelope } from '../../../lib/reference/payloads';
 import { streamRecord } from '../../helpers/dynamodb-stream';
 import { manualClock } from '../../helpers/manual-clock';
 import { lambdaContext } from '../../helpers/sqs-events';
@@ -146,7 +146,7 @@ describe('Function: outbox-relay handler', () => {
     const sent = sends();
     expect(sent.map((s) => s.QueueUrl)).toEqual([NOTIFY_URL, INVENTORY_URL, INVENTORY_URL]);
     expect(sent.map((s) => s.DelaySeconds)).toEqual([undefined, undefined, undefined]);
-    const notification = parseEnvelope(sent[0]?.MessageBody ?? '', 'notification.send');
+    const notification = parseReferenceEnvelope(sent[0]?.MessageBody ?? '', 'notification.send');
     expect(notification.payload).toEqual({
       orderId: 'ord-1',
       template: 'order-paid',
@@ -155,7 +155,7 @@ describe('Function: outbox-relay handler', () => {
     });
     expect(notification.idempotencyKey).toBe('order:ord-1:v3:notification.send:order-paid');
     expect(notification.correlationId).toBe('ord-1');
-    expect(parseEnvelope(sent[2]?.MessageBody ?? '', 'inventory.reserve').payload).toEqual({
+    expect(parseReferenceEnvelope(sent[2]?.MessageBody ?? '', 'inventory.reserve').payload).toEqual({
       orderId: 'ord-1',
       sku: 'sku-b',
       quantity: 1,

@@ -1,5 +1,5 @@
-import { notificationKey } from '../../../lib/core/notification';
-import { paymentCaptureKey } from '../../../lib/core/payment';
+import { notificationKey } from '../../../lib/reference/notification';
+import { paymentCaptureKey } from '../../../lib/reference/payment';
 import type { DlqEntry } from '../../../lib/local/report-model';
 import {
   alarmsNotified,

@@ -16,12 +16,15 @@ import {
   describeRelease,
   heldLocks,
   LockListOptionsSchema,
+  lockTable,
   LockReleaseOptionsSchema,
   releaseLock,
   renderLocks,
   type LockReleaseOptions,
 } from '../../../lib/ops/commands/lock';
 import { parseOptions } from '../../../lib/ops/options';
+import { loadPipelineConfig, TABLE_KEYS, type TableInput } from '../../../lib/config';
+import { pipelineInput } from '../config/builders';
 import { manualClock, type ManualClock } from '../../helpers/manual-clock';
 
 const RESOURCE = 'inventory:sku-1';
@@ -493,5 +496,41 @@ describe('Command: lock', () => {
         expect(result.out).toContain(`$ tenang lock ${sub}`);
       }
     });
+  });
+});
+
+describe('Function: lockTable', () => {
+  /** An app's own pipeline with `tables` beside its invoices table. */
+  const configWith = (...tables: TableInput[]) =>
+    loadPipelineConfig(
+      pipelineInput({
+        tables: [{ name: 'orders', partitionKey: 'orderId', stream: 'NEW_AND_OLD_IMAGES' }, ...tables],
+      }),
+    );
+  const leases = { name: 'leases', ...TABLE_KEYS.locks };
+
+  it('when the pipeline declares one table with the lease-lock layout, it is the one, whatever its name', () => {
+    expect(lockTable(configWith(leases, { name: 'claims', ...TABLE_KEYS.dedup }), undefined).name).toBe(
+      'leases',
+    );
+  });
+
+  it('when the pipeline declares none, it fails naming the layout it looks for', () => {
+    expect(() => lockTable(configWith({ name: 'claims', ...TABLE_KEYS.dedup }), undefined)).toThrow(
+      new CommandFailedError(
+        'the pipeline declares no lease-lock table (one with partition key resource, TTL expiresAtEpoch (TABLE_KEYS.locks))',
+      ),
+    );
+  });
+
+  it('when the pipeline declares several, --table picks one, and without it the command asks for it', () => {
+    const config = configWith(leases, { name: 'seat-leases', ...TABLE_KEYS.locks });
+    expect(lockTable(config, 'seat-leases').name).toBe('seat-leases');
+    expect(() => lockTable(config, undefined)).toThrow(
+      /several lease-lock tables \(leases, seat-leases\): name one with --table/,
+    );
+    expect(() => lockTable(config, 'orders')).toThrow(
+      /--table orders is not a lease-lock table.*leases, seat-leases/,
+    );
   });
 });

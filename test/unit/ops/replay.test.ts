@@ -13,11 +13,11 @@ import { paymentCapture } from '../../../examples/reference/jobs/payment-capture
 import { jobIdempotencyKeyPrefix } from '../../../lib/adapters/define-job';
 import { loadPipelineConfig } from '../../../lib/config';
 import { referencePipeline } from '../../../examples/reference/pipeline';
-import { makeEnvelope, type JobEnvelope, type JobTypeName } from '../../../lib/core/envelope';
+import { makeEnvelope, type JobEnvelope } from '../../../lib/core/envelope';
 import { decideReplay, filteredOut, type DeadLetter, type EffectCheck } from '../../../lib/core/replay';
 import type { ReceivedDeadLetter } from '../../../lib/ops/dlq/messages';
 import { executeReplay, planReplay, summarize, type ReplayAuditRecord } from '../../../lib/ops/dlq/replay';
-import { DynamoDbEffectChecker, paymentIdempotencyRecordId } from '../../../lib/ops/replay-effects';
+import { DynamoDbEffectChecker, jobIdempotencyRecordId } from '../../../lib/ops/replay-effects';
 
 const config = loadPipelineConfig(referencePipeline('unit', 'eu-west-1'));
 const jobType = (name: string) => {
@@ -129,133 +129,91 @@ describe('Module: core/replay', () => {
 });
 
 describe('Class: DynamoDbEffectChecker', () => {
-  const tables = { orders: 'orders', idempotency: 'idem', dedup: 'dedup', inventory: 'inv' };
   const checker = (): DynamoDbEffectChecker =>
-    new DynamoDbEffectChecker(new DynamoDBClient({ region: 'eu-west-1' }), tables, () => NOW);
-  const job = <T extends JobTypeName>(body: string): JobEnvelope<T> => JSON.parse(body) as JobEnvelope<T>;
+    new DynamoDbEffectChecker(
+      new DynamoDBClient({ region: 'eu-west-1' }),
+      { idempotency: 'idem' },
+      () => NOW,
+    );
+  /** A job of a job type the kit knows only by its declaration. */
+  const invoiceJob = (idempotencyKey: string): JobEnvelope =>
+    makeEnvelope('invoice.issue', { invoiceId: 'inv-1' }, { idempotencyKey, correlationId: 'c', now: NOW });
+  const recordOf = (status: string, expiresInSeconds = 60) => ({
+    Item: { status: { S: status }, expiration: { N: String(NOW.getTime() / 1000 + expiresInSeconds) } },
+  });
 
-  it('when computing a payment record id, it matches what Powertools stores for the payment consumer', () => {
-    // Prepare: the runner keys the job module's records on its job type.
-    class Exposed extends DynamoDBPersistenceLayer {
-      public key(data: unknown): string {
-        return this.getHashedIdempotencyKey(data as never);
+  it.each([
+    ['invoice.issue', 'inv-9'],
+    [paymentCapture.name, 'payment:p-9:capture'],
+  ])(
+    'when computing the record id of a %s job, it is what Powertools stores for the job runner',
+    (type, key) => {
+      // Prepare: the runner keys a job module's records on its job type.
+      class Exposed extends DynamoDBPersistenceLayer {
+        public key(data: unknown): string {
+          return this.getHashedIdempotencyKey(data as never);
+        }
       }
-    }
-    const layer = new Exposed({ tableName: 'idem' });
-    layer.configure({
-      config: new IdempotencyConfig({ eventKeyJmesPath: 'idempotencyKey' }),
-      keyPrefix: jobIdempotencyKeyPrefix(paymentCapture.name),
-    });
-
-    // Act
-    const expected = layer.key({ idempotencyKey: 'payment:p-9:capture', payload: {} });
-
-    // Assess
-    expect(paymentIdempotencyRecordId('p-9')).toBe(expected);
-  });
-
-  it('when the idempotency record is COMPLETED, the capture is done', async () => {
-    ddbMock
-      .on(GetItemCommand, { TableName: 'idem', Key: { id: { S: paymentIdempotencyRecordId('p-1') } } })
-      .resolves({
-        Item: { status: { S: 'COMPLETED' }, expiration: { N: String(NOW.getTime() / 1000 + 60) } },
+      const layer = new Exposed({ tableName: 'idem' });
+      layer.configure({
+        config: new IdempotencyConfig({ eventKeyJmesPath: 'idempotencyKey' }),
+        keyPrefix: jobIdempotencyKeyPrefix(type),
       });
-    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({
-      done: true,
-      evidence: 'idempotency record payment:p-1:capture is COMPLETED',
-    });
-  });
 
-  it.each(['PAID', 'RESERVED'])(
-    'when the record is absent but the order is %s, the capture is done',
-    async (state) => {
-      ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({});
-      ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({ Item: { state: { S: state } } });
-      await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({
-        done: true,
-        evidence: `order o-1 is already ${state}`,
-      });
+      // Act
+      const expected = layer.key({ idempotencyKey: key, payload: {} });
+
+      // Assess
+      expect(jobIdempotencyRecordId(type, key)).toBe(expected);
     },
   );
 
-  it('when the record on the order is COMPLETED, the capture is done, whatever the order’s state', async () => {
+  it('when the job’s idempotency record is COMPLETED, the job is done, and only the idempotency table was read', async () => {
+    // Prepare
+    ddbMock
+      .on(GetItemCommand, {
+        TableName: 'idem',
+        Key: { id: { S: jobIdempotencyRecordId('invoice.issue', 'k-1') } },
+      })
+      .resolves(recordOf('COMPLETED'));
+
+    // Act
+    const check = await checker().check(invoiceJob('k-1'));
+
+    // Assess
+    expect(check).toEqual({ done: true, evidence: 'idempotency record of invoice.issue k-1 is COMPLETED' });
+    expect(ddbMock).toHaveReceivedCommandTimes(GetItemCommand, 1);
+    expect(ddbMock).toHaveReceivedCommandWith(GetItemCommand, { TableName: 'idem', ConsistentRead: true });
+  });
+
+  it.each([
+    ['INPROGRESS', recordOf('INPROGRESS')],
+    ['COMPLETED but past its expiry', recordOf('COMPLETED', -60)],
+    ['absent', {}],
+  ])('when the record is %s, the job is not done', async (_what, answer) => {
+    // Prepare
+    ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves(answer);
+
+    // Act
+    const check = await checker().check(invoiceJob('k-2'));
+
+    // Assess
+    expect(check).toEqual({ done: false });
+  });
+
+  it('when a job type keeps no record there (the reference capture keeps it on its order), its job is not done: the consumer’s guard decides', async () => {
+    // Prepare: the order is PAID and holds the capture's COMPLETED record; the checker reads neither.
     ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({});
     ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({
-      Item: {
-        state: { S: 'CANCELLED' },
-        idempotency: {
-          M: {
-            id: { S: paymentIdempotencyRecordId('p-1') },
-            status: { S: 'COMPLETED' },
-            expiration: { N: String(NOW.getTime() / 1000 + 60) },
-          },
-        },
-      },
+      Item: { state: { S: 'PAID' }, idempotency: { M: { status: { S: 'COMPLETED' } } } },
     });
-    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({
-      done: true,
-      evidence: 'idempotency record payment:p-1:capture on order o-1 is COMPLETED',
-    });
-  });
 
-  it('when the record on the order is another payment’s, it is not this capture’s evidence', async () => {
-    ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({});
-    ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({
-      Item: {
-        state: { S: 'PENDING' },
-        idempotency: {
-          M: { id: { S: paymentIdempotencyRecordId('p-2') }, status: { S: 'COMPLETED' } },
-        },
-      },
-    });
-    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({ done: false });
-  });
+    // Act
+    const check = await checker().check(JSON.parse(paymentBody('o-1', 'p-1')) as JobEnvelope);
 
-  it('when the record is INPROGRESS and the order PENDING, the capture is not done', async () => {
-    ddbMock.on(GetItemCommand, { TableName: 'idem' }).resolves({ Item: { status: { S: 'INPROGRESS' } } });
-    ddbMock.on(GetItemCommand, { TableName: 'orders' }).resolves({ Item: { state: { S: 'PENDING' } } });
-    await expect(checker().check(job(paymentBody('o-1', 'p-1')))).resolves.toEqual({ done: false });
-  });
-
-  it('when a notification dedup record is done, it is done; in-flight or expired, it is not', async () => {
-    const body = JSON.stringify(
-      makeEnvelope(
-        'notification.send',
-        { orderId: 'o-2', template: 'order-paid', recipient: 'a@example.com', orderVersion: 1 },
-        { idempotencyKey: 'k', correlationId: 'c', now: NOW },
-      ),
-    );
-    const future = String(NOW.getTime() / 1000 + 60);
-    ddbMock
-      .on(GetItemCommand, { Key: { dedupKey: { S: 'notification:o-2:order-paid' } } })
-      .resolvesOnce({
-        Item: { status: { S: 'done' }, expiration: { N: future } },
-      })
-      .resolvesOnce({ Item: { status: { S: 'in-flight' }, expiration: { N: future } } })
-      .resolvesOnce({
-        Item: { status: { S: 'done' }, expiration: { N: String(NOW.getTime() / 1000 - 60) } },
-      });
-    await expect(checker().check(job(body))).resolves.toMatchObject({ done: true });
-    await expect(checker().check(job(body))).resolves.toEqual({ done: false });
-    await expect(checker().check(job(body))).resolves.toEqual({ done: false });
-  });
-
-  it('when the SKU holds a reservation for the order, the reservation is done', async () => {
-    const body = JSON.stringify(
-      makeEnvelope(
-        'inventory.reserve',
-        { orderId: 'o-3', sku: 's-1', quantity: 1 },
-        { idempotencyKey: 'k', correlationId: 'c', now: NOW },
-      ),
-    );
-    ddbMock
-      .on(GetItemCommand, { TableName: 'inv' })
-      .resolvesOnce({
-        Item: { sku: { S: 's-1' }, reservations: { M: { 'o-3': { M: { quantity: { N: '1' } } } } } },
-      })
-      .resolvesOnce({ Item: { sku: { S: 's-1' }, reservations: { M: {} } } });
-    await expect(checker().check(job(body))).resolves.toMatchObject({ done: true });
-    await expect(checker().check(job(body))).resolves.toEqual({ done: false });
+    // Assess
+    expect(check).toEqual({ done: false });
+    expect(ddbMock).not.toHaveReceivedCommandWith(GetItemCommand, { TableName: 'orders' });
   });
 });
 
@@ -284,9 +242,9 @@ describe('Function: planReplay and executeReplay', () => {
     deadLetter({ messageId: 'other', receiptHandle: 'rh-other', errorClass: 'ValidationError' }),
     deadLetter({ messageId: 'poison', receiptHandle: 'rh-poison', body: '{"not": "a job"' }),
   ];
-  const effect = (job: JobEnvelope<string>): Promise<EffectCheck> =>
+  const effect = (job: JobEnvelope): Promise<EffectCheck> =>
     Promise.resolve(
-      (job as JobEnvelope<'payment.capture'>).payload.orderId === 'o-1'
+      (job as JobEnvelope<{ orderId: string }>).payload.orderId === 'o-1'
         ? { done: true, evidence: 'order o-1 is already PAID' }
         : { done: false },
     );
@@ -379,6 +337,28 @@ describe('Function: planReplay and executeReplay', () => {
     expect(outcomes[0]).toMatchObject({ outcome: 'failed', error: 'Error: throttled' });
     expect(sqsMock).not.toHaveReceivedCommand(DeleteMessageCommand);
     expect(sqsMock).toHaveReceivedCommandTimes(ChangeMessageVisibilityBatchCommand, 1);
+  });
+
+  it('when a valid envelope carries a payload its consumer would refuse, it is decided on its effect: the CLI checks the envelope, the consumer the payload', async () => {
+    // Prepare
+    const body = JSON.stringify(
+      makeEnvelope('payment.capture', { orderId: 7 }, { idempotencyKey: 'k', correlationId: 'c', now: NOW }),
+    );
+    const notAnEnvelope = JSON.stringify({ type: 'payment.capture', payload: {} });
+
+    // Act
+    const plan = await planReplay(
+      jobType('payment.capture'),
+      [deadLetter({ messageId: 'odd', body }), deadLetter({ messageId: 'bad', body: notAnEnvelope })],
+      { errorClasses: [], since: undefined },
+      () => Promise.resolve({ done: false }),
+    );
+
+    // Assess
+    expect(plan.map((p) => [p.message.messageId, p.decision.action])).toEqual([
+      ['odd', 'replay'],
+      ['bad', 'fail'],
+    ]);
   });
 
   it('when the rate is 2/s, it waits between sends', async () => {

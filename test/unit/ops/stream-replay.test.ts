@@ -24,6 +24,7 @@ import 'aws-sdk-client-mock-jest';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { run } from '../../../bin/tenang';
 import { ThrottledReads } from '../../../lib/adapters/aws/stream-read-throttles';
+import { toDynamoDbRecord } from '../../../lib/adapters/aws/stream-record';
 import type { Prompt } from '../../../lib/ops/cli-context';
 import type { ReceivedDeadLetter } from '../../../lib/ops/dlq/messages';
 import {
@@ -37,7 +38,9 @@ import {
   replayableUntil,
   summarizeStreamReplay,
   toStreamFailure,
+  keysOf,
   type StreamBatchInfo,
+  type StreamConsumerFacts,
   type StreamReplayAuditRecord,
 } from '../../../lib/ops/dlq/stream-replay';
 
@@ -86,7 +89,7 @@ function batch(overrides: Partial<StreamBatchInfo> = {}): StreamBatchInfo {
   };
 }
 
-function rawRecord(seq: string, orderId = `o-${seq}`): StreamRecordRaw {
+function rawRecord(seq: string, orderId = `o-${seq}`, keyName = 'orderId'): StreamRecordRaw {
   return {
     eventID: `e-${seq}`,
     eventName: 'MODIFY',
@@ -95,9 +98,9 @@ function rawRecord(seq: string, orderId = `o-${seq}`): StreamRecordRaw {
     awsRegion: 'eu-west-1',
     dynamodb: {
       ApproximateCreationDateTime: new Date('2026-03-01T11:00:04Z'),
-      Keys: { orderId: { S: orderId } },
-      OldImage: { orderId: { S: orderId }, state: { S: 'PENDING' }, version: { N: '1' } },
-      NewImage: { orderId: { S: orderId }, state: { S: 'PAID' }, version: { N: '2' } },
+      Keys: { [keyName]: { S: orderId } },
+      OldImage: { [keyName]: { S: orderId }, state: { S: 'PENDING' }, version: { N: '1' } },
+      NewImage: { [keyName]: { S: orderId }, state: { S: 'PAID' }, version: { N: '2' } },
       SequenceNumber: seq,
       SizeBytes: 42,
       StreamViewType: 'NEW_AND_OLD_IMAGES',
@@ -470,17 +473,54 @@ describe('Function: invokeBatch', () => {
   });
 });
 
+/** Stream consumers of an app's own, as declared: one that uses the cache, one that enqueues jobs. */
+const noResources = { tables: {}, queues: [], cache: false, degradeFlag: false };
+const CACHE_SYNC: StreamConsumerFacts = {
+  consumer: 'invoice-cache-sync',
+  table: 'invoices',
+  resources: { ...noResources, cache: true },
+};
+const RELAY: StreamConsumerFacts = {
+  consumer: 'invoice-relay',
+  table: 'invoices',
+  resources: { ...noResources, queues: ['invoice.issue', 'receipt.send'], degradeFlag: true },
+};
+
 describe('Function: missingRecordsAdvice', () => {
-  it('when the cache invalidator lost a batch, it says how to invalidate the cached orders', () => {
-    const advice = missingRecordsAdvice('prod', 'cache-invalidator', batch(), []);
+  it('when a consumer that uses the cache lost a batch, it says how to invalidate the cached entities', () => {
+    const advice = missingRecordsAdvice('prod', CACHE_SYNC, batch(), ['inv-1']);
+    expect(advice).toContain('cached entities of invoices changed in');
+    expect(advice).toContain('invoices keys read: inv-1');
     expect(advice).toContain("tenang --stage prod cache invalidate --prefix 'tenang:prod:v1:order:'");
+    expect(advice).not.toContain('nothing replays');
   });
 
-  it('when the outbox relay lost a batch, it says nothing replays it and names the range', () => {
-    const advice = missingRecordsAdvice('prod', 'outbox-relay', batch(), ['o-1']);
+  it('when a consumer that enqueues jobs lost a batch, it says nothing replays it, names the range and its jobs', () => {
+    const advice = missingRecordsAdvice('prod', RELAY, batch(), ['inv-1']);
     expect(advice).toContain('nothing replays this automatically');
     expect(advice).toContain(`shard ${SHARD}, sequence numbers 100..300`);
-    expect(advice).toContain('orders read: o-1');
+    expect(advice).toContain('invoices keys read: inv-1');
+    expect(advice).toContain('(invoice.issue, receipt.send)');
+    expect(advice).not.toContain('cache invalidate');
+  });
+
+  it('when a consumer declares neither, it names the range and the consumer', () => {
+    const advice = missingRecordsAdvice('prod', { ...RELAY, resources: noResources }, batch(), []);
+    expect(advice).toBe(
+      `the changes in shard ${SHARD}, sequence numbers 100..300, arrived 2026-03-01T11:00:04.000Z to 2026-03-01T11:00:05.000Z were never processed by invoice-relay`,
+    );
+  });
+});
+
+describe('Function: keysOf', () => {
+  it('when records change items, it returns their partition keys in order, each once, skipping records without one', () => {
+    const records = [
+      toDynamoDbRecord(rawRecord('1', 'inv-2', 'invoiceId'), STREAM_ARN, 'eu-west-1'),
+      toDynamoDbRecord(rawRecord('2', 'inv-1', 'invoiceId'), STREAM_ARN, 'eu-west-1'),
+      toDynamoDbRecord(rawRecord('3', 'inv-2', 'invoiceId'), STREAM_ARN, 'eu-west-1'),
+      toDynamoDbRecord(rawRecord('4', 'o-1', 'orderId'), STREAM_ARN, 'eu-west-1'),
+    ];
+    expect(keysOf(records, 'invoiceId')).toEqual(['inv-2', 'inv-1']);
   });
 });
 
@@ -488,7 +528,7 @@ describe('Function: executeStreamReplay', () => {
   const audit: StreamReplayAuditRecord[] = [];
   const replayRun = (dryRun = false) => ({
     stage: 'unit',
-    consumer: 'outbox-relay',
+    stream: RELAY,
     functionName: FUNCTION,
     dlqUrl: DLQ_URL,
     dryRun,
@@ -521,7 +561,7 @@ describe('Function: executeStreamReplay', () => {
   beforeEach(() => {
     audit.length = 0;
     streams.on(GetRecordsCommand).resolves({
-      Records: [rawRecord('100', 'o-a'), rawRecord('200', 'o-b')],
+      Records: [rawRecord('100', 'inv-a', 'invoiceId'), rawRecord('200', 'inv-b', 'invoiceId')],
       NextShardIterator: 'it-1',
     });
   });
@@ -531,9 +571,11 @@ describe('Function: executeStreamReplay', () => {
     lambda
       .on(InvokeCommand)
       .resolves({ StatusCode: 200, Payload: encode({ batchItemFailures: [] }) as never });
-    const plan = await planStreamReplay(streams as unknown as DynamoDBStreamsClient, [
-      toStreamFailure(onFailure('100', '200', 2, 'm-1')),
-    ]);
+    const plan = await planStreamReplay(
+      streams as unknown as DynamoDBStreamsClient,
+      [toStreamFailure(onFailure('100', '200', 2, 'm-1'))],
+      'invoiceId',
+    );
 
     // Act
     const outcomes = await executeStreamReplay(clients(), plan, replayRun());
@@ -552,13 +594,13 @@ describe('Function: executeStreamReplay', () => {
     expect(audit).toEqual([
       expect.objectContaining({
         actor: 'tester',
-        consumer: 'outbox-relay',
+        consumer: 'invoice-relay',
         dryRun: false,
         messageId: 'm-1',
         startSequenceNumber: '100',
         endSequenceNumber: '200',
         recordsRead: 2,
-        orders: ['o-a', 'o-b'],
+        keys: ['inv-a', 'inv-b'],
         outcome: 'replayed',
       }),
     ]);
@@ -570,9 +612,11 @@ describe('Function: executeStreamReplay', () => {
       StatusCode: 200,
       Payload: encode({ batchItemFailures: [{ itemIdentifier: '200' }] }) as never,
     });
-    const plan = await planStreamReplay(streams as unknown as DynamoDBStreamsClient, [
-      toStreamFailure(onFailure('100', '200', 2, 'm-1')),
-    ]);
+    const plan = await planStreamReplay(
+      streams as unknown as DynamoDBStreamsClient,
+      [toStreamFailure(onFailure('100', '200', 2, 'm-1'))],
+      'invoiceId',
+    );
 
     // Act
     const outcomes = await executeStreamReplay(clients(), plan, replayRun());
@@ -587,9 +631,11 @@ describe('Function: executeStreamReplay', () => {
 
   it('when dry-running, it reads the records but invokes and deletes nothing', async () => {
     // Prepare
-    const plan = await planStreamReplay(streams as unknown as DynamoDBStreamsClient, [
-      toStreamFailure(onFailure('100', '200', 2, 'm-1')),
-    ]);
+    const plan = await planStreamReplay(
+      streams as unknown as DynamoDBStreamsClient,
+      [toStreamFailure(onFailure('100', '200', 2, 'm-1'))],
+      'invoiceId',
+    );
 
     // Act
     const outcomes = await executeStreamReplay(clients(), plan, replayRun(true));
@@ -609,10 +655,11 @@ describe('Function: executeStreamReplay', () => {
     streams
       .on(GetShardIteratorCommand)
       .rejects(new TrimmedDataAccessException({ message: 'trimmed', $metadata: {} }));
-    const plan = await planStreamReplay(streams as unknown as DynamoDBStreamsClient, [
-      toStreamFailure(onFailure('100', '200', 2, 'm-1')),
-      toStreamFailure(deadLetter('not json', 'm-2')),
-    ]);
+    const plan = await planStreamReplay(
+      streams as unknown as DynamoDBStreamsClient,
+      [toStreamFailure(onFailure('100', '200', 2, 'm-1')), toStreamFailure(deadLetter('not json', 'm-2'))],
+      'invoiceId',
+    );
 
     // Act
     const outcomes = await executeStreamReplay(clients(), plan, replayRun());
@@ -639,6 +686,7 @@ describe('Function: executeStreamReplay', () => {
     const plan = await planStreamReplay(
       streams as unknown as DynamoDBStreamsClient,
       [toStreamFailure(onFailure('100', '200', 2, 'm-1'))],
+      'invoiceId',
       { throttles: new ThrottledReads(), sleep: () => Promise.resolve(), random: () => 0 },
     );
 
@@ -809,7 +857,7 @@ describe('Command: tenang dlq <stream-consumer>', () => {
       dryRun: false,
       summary: { replayed: 1, failed: 0 },
       throttledReads: 0,
-      messages: [{ messageId: 'm-1', orders: ['o-a', 'o-b'], outcome: 'replayed' }],
+      messages: [{ messageId: 'm-1', keys: ['o-a', 'o-b'], outcome: 'replayed' }],
     });
     expect(lambda).toHaveReceivedCommandWith(InvokeCommand, { FunctionName: FUNCTION });
     expect(sqs).toHaveReceivedCommandWith(DeleteMessageCommand, { ReceiptHandle: 'rh-m-1' });
@@ -930,10 +978,11 @@ describe('Command: tenang dlq <stream-consumer>', () => {
     expect(result.err).toContain('--yes');
   });
 
-  it('when asked for help, it says why replaying a whole batch is safe', async () => {
+  it('when asked for help, it says why replaying a whole batch is safe and what a lost one needs, by what the consumer declares', async () => {
     const result = await cli(['dlq', 'replay', '--help']);
     expect(result.code).toBe(0);
-    expect(result.out).toContain('idempotent');
-    expect(result.out).toContain('outbox-relay');
+    expect(result.out).toContain('idempotent per record');
+    expect(result.out).toContain('one that uses the cache');
+    expect(result.out).toContain('the keys read are named');
   });
 });

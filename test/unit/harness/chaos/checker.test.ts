@@ -4,8 +4,8 @@ import {
   type ChaosFacts,
   type EnqueuedJob,
 } from '../../../../harness/chaos/checker';
-import { notificationKey } from '../../../../lib/core/notification';
-import { paymentCaptureKey } from '../../../../lib/core/payment';
+import { notificationKey } from '../../../../lib/reference/notification';
+import { paymentCaptureKey } from '../../../../lib/reference/payment';
 
 const payment: EnqueuedJob = {
   id: 'j1',

@@ -1,12 +1,12 @@
 /**
- * Reads a record of the orders table's stream (NEW_AND_OLD_IMAGES) at the boundary: which entity
+ * The reference app's orders stream. Reads a record of the orders table's stream (NEW_AND_OLD_IMAGES) at the boundary: which entity
  * changed, how, and its old and new images as plain objects. Records of anything but an order
  * are reported as unknown so the consumer can log and skip them instead of retrying forever.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { TABLE_KEYS } from '../../config/tables';
+import { REFERENCE_TABLE_KEYS } from './tables';
 
 /** A stream event name. */
 export type StreamEventName = 'INSERT' | 'MODIFY' | 'REMOVE';
@@ -41,10 +41,10 @@ export function readOrderChange(record: DynamoDBRecord): OrderStreamChange | Unk
   if (eventName !== 'INSERT' && eventName !== 'MODIFY' && eventName !== 'REMOVE') {
     return { kind: 'unknown', reason: `event name ${String(eventName)}` };
   }
-  const orderId = record.dynamodb?.Keys?.[TABLE_KEYS.orders.partitionKey]?.S;
+  const orderId = record.dynamodb?.Keys?.[REFERENCE_TABLE_KEYS.orders.partitionKey]?.S;
   if (orderId === undefined) {
     const keys = Object.keys(record.dynamodb?.Keys ?? {}).join(', ') || 'none';
-    return { kind: 'unknown', reason: `no ${TABLE_KEYS.orders.partitionKey} key (keys: ${keys})` };
+    return { kind: 'unknown', reason: `no ${REFERENCE_TABLE_KEYS.orders.partitionKey} key (keys: ${keys})` };
   }
   const oldImage = plain(record.dynamodb?.OldImage);
   const newImage = plain(record.dynamodb?.NewImage);
@@ -55,9 +55,4 @@ export function readOrderChange(record: DynamoDBRecord): OrderStreamChange | Unk
     return { kind: 'unknown', reason: `${eventName} without the images NEW_AND_OLD_IMAGES would carry` };
   }
   return { kind: 'order', eventName, orderId, oldImage, newImage };
-}
-
-/** The sequence number Lambda uses as a stream record's batch item identifier. */
-export function sequenceNumberOf(record: DynamoDBRecord): string {
-  return record.dynamodb?.SequenceNumber ?? 'unknown';
 }

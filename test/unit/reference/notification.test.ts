@@ -1,6 +1,6 @@
 import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { CircuitBreaker } from '../../../lib/core/circuit-breaker';
-import type { NotificationSendPayload } from '../../../lib/core/envelope';
+import type { NotificationSendPayload } from '../../../lib/reference/payloads';
 import { CircuitOpenError, PermanentError, TransientError } from '../../../lib/core/errors';
 import {
   notificationKey,
@@ -9,7 +9,7 @@ import {
   type MessagingProvider,
   type OutgoingMessage,
   type SendNotificationDeps,
-} from '../../../lib/core/notification';
+} from '../../../lib/reference/notification';
 import { TokenBucket } from '../../../lib/core/token-bucket';
 import { manualClock, type ManualClock } from '../../helpers/manual-clock';
 

@@ -9,16 +9,17 @@
  * either but staged: the consumer commits it in the same transaction that completes the
  * idempotency record, so no crash can separate them.
  */
-import type { JobEnvelope } from './envelope';
+import type { JobEnvelope } from '../core/envelope';
+import type { PaymentCapturePayload } from './payloads';
 import {
   ConcurrentUpdateError,
   IllegalTransitionError,
   PermanentError,
   TransitionAlreadyDoneError,
-} from './errors';
-import type { Order } from './order';
-import type { Clock } from './ports';
-import { statesOnlyAfter, type OrderState } from './state-machine';
+} from '../core/errors';
+import type { Order } from '../core/order';
+import type { Clock } from '../core/ports';
+import { statesOnlyAfter, type OrderState } from '../core/state-machine';
 
 /** The business idempotency key of a capture (I1): one per payment, never the message id. */
 export function paymentCaptureKey(paymentId: string): string {
@@ -122,7 +123,7 @@ const CAPTURE_FROM: OrderState = 'PENDING';
 const PAID_ALREADY: readonly OrderState[] = ['PAID', ...statesOnlyAfter(CAPTURE_FROM, 'PAID')];
 
 /** The guard of `job`: its order is PENDING and asks for exactly the job's amount and currency. */
-export function captureGuard(job: Pick<JobEnvelope<'payment.capture'>, 'payload'>): CaptureGuard {
+export function captureGuard(job: Pick<JobEnvelope<PaymentCapturePayload>, 'payload'>): CaptureGuard {
   const { orderId, amountMinor, currency } = job.payload;
   return { orderId, state: CAPTURE_FROM, amountMinor, currency };
 }
@@ -177,7 +178,7 @@ export function explainFailedGuard(
  * @throws the provider's errors.
  */
 export async function capturePayment(
-  job: Pick<JobEnvelope<'payment.capture'>, 'payload' | 'correlationId'>,
+  job: Pick<JobEnvelope<PaymentCapturePayload>, 'payload' | 'correlationId'>,
   ports: PaymentPorts,
 ): Promise<CaptureResult> {
   const { orderId, paymentId, amountMinor, currency } = job.payload;

@@ -4,9 +4,9 @@
  * holder whose lease was taken over cannot write after the newer holder. A second reservation
  * for the same order is a duplicate, never a second decrement.
  */
-import type { Random } from './backoff';
-import { waitDeferSeconds } from './deferral';
-import { PermanentError, StaleFencingTokenError } from './errors';
+import type { Random } from '../core/backoff';
+import { waitDeferSeconds } from '../core/deferral';
+import { PermanentError, StaleFencingTokenError } from '../core/errors';
 import {
   LeaseLostError,
   LockHeldError,
@@ -15,8 +15,8 @@ import {
   type LeaseLock,
   type LockHolder,
   type LockReleaseResult,
-} from './lease-lock';
-import type { Clock } from './ports';
+} from '../core/lease-lock';
+import type { Clock } from '../core/ports';
 
 /** The SKU does not exist in the inventory table. Permanent. */
 export class UnknownSkuError extends PermanentError {}

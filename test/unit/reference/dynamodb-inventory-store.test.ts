@@ -7,9 +7,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import { DynamoDbInventoryStore } from '../../../lib/adapters/aws/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../../lib/reference/dynamodb-inventory-store';
 import { classifyError, StaleFencingTokenError } from '../../../lib/core/errors';
-import { InsufficientStockError, UnknownSkuError } from '../../../lib/core/inventory';
+import { InsufficientStockError, UnknownSkuError } from '../../../lib/reference/inventory';
 
 const TABLE = 'tenang-test-inventory';
 const SKU = 'sku-1';

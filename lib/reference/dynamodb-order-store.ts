@@ -5,36 +5,23 @@
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { TABLE_KEYS } from '../../config/tables';
-import { ConcurrentUpdateError, IllegalTransitionError } from '../../core/errors';
-import { OrderSchema, type Order } from '../../core/order';
-import { explainFailedGuard, type CaptureGuard, type StagedTransition } from '../../core/payment';
-import type { Clock, OrderStore } from '../../core/ports';
-import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../../core/state-machine';
-import type { StagedPrecondition, StagedWrite, TransactItem } from './transactional-persistence';
+import type {
+  StagedPrecondition,
+  StagedWrite,
+  TransactItem,
+} from '../adapters/aws/transactional-persistence';
+import { ConcurrentUpdateError, IllegalTransitionError } from '../core/errors';
+import { CorruptOrderError, OrderSchema, parseStoredOrder, type Order } from '../core/order';
+import type { Clock } from '../core/ports';
+import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../core/state-machine';
+import { explainFailedGuard, type CaptureGuard, type StagedTransition } from './payment';
+import type { OrderStore } from './ports';
+import { REFERENCE_TABLE_KEYS } from './tables';
 
-/** A stored item that is not a valid order (a bug or a manual edit): never guessed at. */
-export class CorruptOrderError extends Error {
-  public constructor(orderId: string, problems: readonly string[]) {
-    super(`order ${orderId} is not a valid order: ${problems.join('; ')}`);
-    this.name = 'CorruptOrderError';
-  }
-}
+export { CorruptOrderError };
 
 /** Fields a transition's `changes` may not set: the transition owns them. */
 const CONTROLLED: ReadonlySet<string> = new Set(['orderId', 'state', 'version', 'updatedAt', 'createdAt']);
-
-/** `item` as an order, or CorruptOrderError naming every invalid field. */
-function parseOrder(orderId: string, item: Record<string, unknown>): Order {
-  const parsed = OrderSchema.safeParse(item);
-  if (!parsed.success) {
-    throw new CorruptOrderError(
-      orderId,
-      parsed.error.issues.map((i) => `${i.path.map(String).join('.') || 'item'}: ${i.message}`),
-    );
-  }
-  return parsed.data;
-}
 
 /** The fields whose value is not undefined (the document client refuses undefined). */
 function definedOnly(order: Order): Record<string, unknown> {
@@ -70,7 +57,7 @@ export class DynamoDbOrderStore implements OrderStore {
           TableName: this.tableName,
           Item: definedOnly(order),
           ConditionExpression: 'attribute_not_exists(#k)',
-          ExpressionAttributeNames: { '#k': TABLE_KEYS.orders.partitionKey },
+          ExpressionAttributeNames: { '#k': REFERENCE_TABLE_KEYS.orders.partitionKey },
         }),
       );
       return true;
@@ -84,11 +71,11 @@ export class DynamoDbOrderStore implements OrderStore {
     const { Item } = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { [TABLE_KEYS.orders.partitionKey]: orderId },
+        Key: { [REFERENCE_TABLE_KEYS.orders.partitionKey]: orderId },
         ConsistentRead: true,
       }),
     );
-    return Item === undefined ? undefined : parseOrder(orderId, Item);
+    return Item === undefined ? undefined : parseStoredOrder(orderId, Item);
   }
 
   public async transition(
@@ -136,7 +123,7 @@ export class DynamoDbOrderStore implements OrderStore {
     const item: TransactItem = {
       ConditionCheck: {
         TableName: this.tableName,
-        Key: { [TABLE_KEYS.orders.partitionKey]: guard.orderId },
+        Key: { [REFERENCE_TABLE_KEYS.orders.partitionKey]: guard.orderId },
         ConditionExpression: '#state = :state AND #amountMinor = :amountMinor AND #currency = :currency',
         ExpressionAttributeNames: {
           '#state': 'state',
@@ -155,7 +142,7 @@ export class DynamoDbOrderStore implements OrderStore {
       item,
       rejected: async (current, cause) => {
         const order =
-          current === undefined ? await this.get(guard.orderId) : parseOrder(guard.orderId, current);
+          current === undefined ? await this.get(guard.orderId) : parseStoredOrder(guard.orderId, current);
         return explainFailedGuard(guard, order, { cause });
       },
     };
@@ -188,7 +175,7 @@ export class DynamoDbOrderStore implements OrderStore {
         sets.push(`#c${index} = :c${index}`);
       });
     return {
-      Key: { [TABLE_KEYS.orders.partitionKey]: t.orderId },
+      Key: { [REFERENCE_TABLE_KEYS.orders.partitionKey]: t.orderId },
       UpdateExpression: `SET ${sets.join(', ')}`,
       ConditionExpression: versioned ? '#state = :from AND #version = :expected' : '#state = :from',
       ExpressionAttributeNames: names,

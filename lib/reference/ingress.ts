@@ -1,5 +1,5 @@
 /**
- * The HTTP entry: an API Gateway HTTP API with IAM authorization.
+ * The reference app's HTTP entry: an API Gateway HTTP API with IAM authorization.
  * `POST /orders` and `POST /orders/{id}/payments` reach the ingress function (no VPC: it talks to
  * DynamoDB, SQS and SSM only); `GET /orders/{id}` reaches the reader, which runs in the cache's
  * VPC for the cache-aside read. Splitting them keeps the producer out of the VPC, so it needs
@@ -11,9 +11,9 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { LOG_RETENTION } from './defaults';
-import { TenangFunction, type FunctionVpcPlacement } from './tenang-function';
-import { environmentProblems, validateProps } from './validation';
+import { LOG_RETENTION } from '../infra/defaults';
+import { TenangFunction, type FunctionVpcPlacement } from '../infra/tenang-function';
+import { environmentProblems, validateProps } from '../infra/validation';
 
 /** Props of Ingress. */
 export interface IngressProps {

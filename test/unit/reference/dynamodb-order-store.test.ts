@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import { CorruptOrderError, DynamoDbOrderStore } from '../../../lib/adapters/aws/dynamodb-order-store';
+import { CorruptOrderError, DynamoDbOrderStore } from '../../../lib/reference/dynamodb-order-store';
 import {
   ConcurrentUpdateError,
   IllegalTransitionError,
@@ -15,7 +15,7 @@ import {
   OrderNotFoundError,
   PaymentMismatchError,
   type CaptureGuard,
-} from '../../../lib/core/payment';
+} from '../../../lib/reference/payment';
 
 const TABLE = 'tenang-test-orders';
 const NOW = new Date('2030-06-01T12:00:00.000Z');

@@ -7,7 +7,7 @@ import {
   skuLockResource,
   UnknownSkuError,
   type ReserveStockDeps,
-} from '../../../lib/core/inventory';
+} from '../../../lib/reference/inventory';
 import { LeaseLock, LeaseLostError, type Every } from '../../../lib/core/lease-lock';
 import { manualClock, sequentialTokens, type ManualClock } from '../../helpers/manual-clock';
 

@@ -1,4 +1,5 @@
-import { readOrderChange, sequenceNumberOf } from '../../../lib/adapters/aws/order-stream';
+import { sequenceNumberOf } from '../../../lib/adapters/aws/stream-record';
+import { readOrderChange } from '../../../lib/reference/order-stream';
 import { streamRecord } from '../../helpers/dynamodb-stream';
 
 describe('Function: readOrderChange', () => {

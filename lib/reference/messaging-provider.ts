@@ -1,7 +1,7 @@
 /** MessagingProvider over the provider's HTTP API: `POST {baseUrl}/messages` with an Idempotency-Key (I3, D4). */
-import * as z from '../../config/zod';
-import type { MessagingProvider, OutgoingMessage } from '../../core/notification';
-import { postJson, ProviderUnavailableError } from './provider-client';
+import * as z from '../config/zod';
+import type { MessagingProvider, OutgoingMessage } from './notification';
+import { postJson, ProviderUnavailableError } from '../adapters/http/provider-client';
 
 const MessageAnswer = z.object({ id: z.string().check(z.minLength(1)) });
 

@@ -18,21 +18,21 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { TABLE_KEYS } from '../../config/tables';
-import { StaleFencingTokenError } from '../../core/errors';
+import { REFERENCE_TABLE_KEYS } from './tables';
+import { StaleFencingTokenError } from '../core/errors';
 import {
   InsufficientStockError,
   UnknownSkuError,
   type InventoryStore,
   type Reservation,
   type StockLevel,
-} from '../../core/inventory';
-import { fenceAccepts } from '../../core/lease-lock';
-import type { Clock } from '../../core/ports';
+} from './inventory';
+import { fenceAccepts } from '../core/lease-lock';
+import type { Clock } from '../core/ports';
 
 type Item = Record<string, AttributeValue>;
 
-const SKU = TABLE_KEYS.inventory.partitionKey;
+const SKU = REFERENCE_TABLE_KEYS.inventory.partitionKey;
 
 const n = (value: number): AttributeValue => ({ N: String(value) });
 const s = (value: string): AttributeValue => ({ S: value });

@@ -1,7 +1,7 @@
 /** PaymentProvider over the provider's HTTP API: `POST {baseUrl}/charges` with an Idempotency-Key (I3, D4). */
-import * as z from '../../config/zod';
-import type { Charge, ChargeRequest, PaymentProvider } from '../../core/payment';
-import { postJson, ProviderUnavailableError } from './provider-client';
+import * as z from '../config/zod';
+import type { Charge, ChargeRequest, PaymentProvider } from './payment';
+import { postJson, ProviderUnavailableError } from '../adapters/http/provider-client';
 
 const ChargeAnswer = z.object({
   id: z.string().check(z.minLength(1)),

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { makeEnvelope, type JobEnvelope, type PaymentCapturePayload } from '../../../lib/core/envelope';
+import { makeEnvelope, type JobEnvelope } from '../../../lib/core/envelope';
+import { type PaymentCapturePayload } from '../../../lib/reference/payloads';
 import {
   ConcurrentUpdateError,
   IllegalTransitionError,
@@ -23,7 +24,7 @@ import {
   type PaymentProvider,
   type SideEffectPoint,
   type StagedTransition,
-} from '../../../lib/core/payment';
+} from '../../../lib/reference/payment';
 import { ORDER_STATES, type OrderState } from '../../../lib/core/state-machine';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
@@ -43,7 +44,7 @@ function order(overrides: Partial<Order> = {}): Order {
   };
 }
 
-function job(payload: Partial<PaymentCapturePayload> = {}): JobEnvelope<'payment.capture'> {
+function job(payload: Partial<PaymentCapturePayload> = {}): JobEnvelope<PaymentCapturePayload> {
   const full = { orderId: 'order-1', paymentId: 'pay-1', amountMinor: 1250, currency: 'EUR', ...payload };
   return makeEnvelope('payment.capture', full, {
     idempotencyKey: paymentCaptureKey(full.paymentId),
