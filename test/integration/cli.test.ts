@@ -422,13 +422,10 @@ describe('CLI: tenang (whole local platform)', () => {
     expect(rn.messages.find((m) => m.correlationId === `c-${notifyOrder}`)?.outcome).toBe('replayed');
     expect(JSON.parse(again.out)).toMatchObject({ summary: { replayed: 0 } });
     // The replayed capture was consumed as a duplicate: off its queue, not back in the DLQ, no charge.
-    await until(
-      async () => {
-        const q = await counts('tenang-dev-payment-capture.fifo');
-        return q.visible + q.hidden === 0 ? true : undefined;
-      },
-      'the replayed capture to be consumed',
-    );
+    await until(async () => {
+      const q = await counts('tenang-dev-payment-capture.fifo');
+      return q.visible + q.hidden === 0 ? true : undefined;
+    }, 'the replayed capture to be consumed');
     expect(await counts('tenang-dev-payment-capture-dlq.fifo')).toEqual({ visible: 0, hidden: 0 });
     expect(await counts('tenang-dev-notification-send-dlq')).toEqual({ visible: 0, hidden: 0 });
     expect(charges()).toBe(1);
