@@ -172,7 +172,7 @@ export function reportCharts(report: ScenarioReport): LineChart[] {
   }));
   const byName = (record: Readonly<Record<string, readonly number[]>>): ChartSeries[] =>
     Object.entries(record).map(([name, values]) => ({ name, values }));
-  return [
+  const charts: LineChart[] = [
     {
       id: 'queue-depth',
       title: 'Queue depth (visible + delayed)',
@@ -224,6 +224,8 @@ export function reportCharts(report: ScenarioReport): LineChart[] {
       series: [{ name: 'hit ratio', values: report.series.cacheHitRatio }],
     },
   ];
+  // Without the order flow nothing reads through the cache.
+  return report.orderFlow ? charts : charts.filter((c) => c.id !== 'cache-hit-ratio');
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[], className = ''): string {
@@ -384,7 +386,12 @@ ${table(
   [
     ['started', s.startedAt],
     ['ended', s.endedAt],
-    ['duration, rate', `${s.durationSeconds} s of traffic at ${s.ratePerSecond} payments/s`],
+    [
+      'duration, rate',
+      report.orderFlow
+        ? `${s.durationSeconds} s of traffic at ${s.ratePerSecond} payments/s`
+        : `${s.durationSeconds} s of traffic: jobs of every job type made from its samplePayload`,
+    ],
     ['stage', s.stage],
     ['Redis', s.redis],
     [
@@ -393,8 +400,11 @@ ${table(
     ],
     [
       'cache hit ratio',
-      `${cacheRatio} (${report.cache.hits} hits, ${report.cache.misses} misses of which ${report.cache.bypasses} bypasses)`,
+      report.orderFlow
+        ? `${cacheRatio} (${report.cache.hits} hits, ${report.cache.misses} misses of which ${report.cache.bypasses} bypasses)`
+        : 'not applicable: the pipeline has no order flow reading through the cache',
     ],
+    ['job types', report.jobTypes.map((j) => `${j.name} (${j.consumer})`).join(', ')],
   ],
   'meta',
 )}
@@ -433,10 +443,14 @@ ${table(
 ${table(
   ['where', 'count'],
   [
-    ['ingress: repeated Idempotency-Key answered with the first job (202)', String(dup.ingressRepeats)],
-    ['ingress: repeat while the first was in flight (409)', String(dup.ingressInFlight)],
+    ...(report.orderFlow
+      ? [
+          ['ingress: repeated Idempotency-Key answered with the first job (202)', String(dup.ingressRepeats)],
+          ['ingress: repeat while the first was in flight (409)', String(dup.ingressInFlight)],
+        ]
+      : []),
     ['consumers: job found already done (DuplicateIgnored)', String(dup.consumerDuplicatesIgnored)],
-    ['outbox relay: follow-up already enqueued', String(dup.outboxDuplicates)],
+    ...(report.orderFlow ? [['outbox relay: follow-up already enqueued', String(dup.outboxDuplicates)]] : []),
   ],
 )}
 ${table(

@@ -226,11 +226,17 @@ export interface ScenarioReport {
   readonly series: ReportSeries;
   readonly jobs: readonly JobAccounting[];
   readonly duplicatesPrevented: DuplicatesPrevented;
-  readonly providers: Readonly<Record<'payment' | 'messaging', ProviderTotals>>;
+  /** By provider: the order flow's payment and messaging, and each one the app's job types declare. */
+  readonly providers: Readonly<Record<string, ProviderTotals>>;
   readonly dlq: readonly DlqSummary[];
   readonly alarms: AlarmSection;
   readonly cache: CacheTotals;
   readonly invariants: readonly InvariantResult[];
+  /**
+   * Whether the run had the reference's order flow (lib/local/order-flow.ts): without it, the
+   * ingress, the outbox and the cache are not part of the pipeline, and the report leaves them out.
+   */
+  readonly orderFlow: boolean;
   /** Every invariant holds, every incident was injected and the run was not interrupted. */
   readonly ok: boolean;
 }
@@ -345,11 +351,13 @@ export interface ReportInput {
   readonly dlqQueues: readonly { readonly queue: string; readonly source: string }[];
   readonly dlqEntries: readonly DlqEntry[];
   readonly duplicates: Pick<DuplicatesPrevented, 'ingressRepeats' | 'ingressInFlight'>;
-  readonly providers: Readonly<Record<'payment' | 'messaging', ProviderTotals>>;
+  readonly providers: Readonly<Record<string, ProviderTotals>>;
   readonly alarms: AlarmSection;
   readonly invariants: readonly InvariantResult[];
-  /** The outbox relay's service name (its DuplicateIgnored counts follow-ups not enqueued twice). */
-  readonly outboxService: string;
+  /** The outbox relay's service name (its DuplicateIgnored counts follow-ups not enqueued twice). @default - none */
+  readonly outboxService?: string;
+  /** Whether the run had the reference's order flow. @default true */
+  readonly orderFlow?: boolean;
 }
 
 const EMPTY_SAMPLE: PipelineSample = {
@@ -383,7 +391,10 @@ export function buildReport(input: ReportInput): ScenarioReport {
     (sum, j) => sum + counterOf(counters, j.consumer, REPORT_METRIC.duplicateIgnored),
     0,
   );
-  const outboxDuplicates = counterOf(counters, input.outboxService, REPORT_METRIC.duplicateIgnored);
+  const outboxDuplicates =
+    input.outboxService === undefined
+      ? 0
+      : counterOf(counters, input.outboxService, REPORT_METRIC.duplicateIgnored);
   const d = input.duplicates;
   const duplicatesPrevented: DuplicatesPrevented = {
     ...d,
@@ -411,6 +422,7 @@ export function buildReport(input: ReportInput): ScenarioReport {
     alarms: input.alarms,
     cache: cacheTotals(counters),
     invariants: input.invariants,
+    orderFlow: input.orderFlow ?? true,
     ok,
   };
 }

@@ -12,8 +12,8 @@ import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from
 import { providerVariable, type ResolvedJobType } from '../config';
 import { makeEnvelope } from '../core/envelope';
 import { DynamoDbEffectChecker } from '../ops/replay-effects';
-import { PAYLOADS } from '../reference/payloads';
 import type { FakeProvider } from './fake-provider';
+import { ORDER_FLOW_JOB_TYPE_NAMES } from './order-flow';
 
 /** A job the scenario sent for a declared job type. */
 export interface DeclaredJob {
@@ -29,9 +29,16 @@ export interface DeclaredJobFact extends DeclaredJob {
   readonly evidence: string | undefined;
 }
 
-/** Job types the scenario's order traffic does not make and whose config gives a sample payload. */
-export function declaredJobTypes(jobTypes: readonly ResolvedJobType[]): ResolvedJobType[] {
-  return jobTypes.filter((j) => !(j.name in PAYLOADS) && j.samplePayload !== undefined);
+/**
+ * Job types whose config gives a sample payload and whose traffic nothing else makes:
+ * `madeElsewhere` names the job types the order flow's traffic makes (lib/local/order-flow.ts
+ * orderFlowJobTypes: none when the pipeline has no order flow). @default the order flow's job types
+ */
+export function declaredJobTypes(
+  jobTypes: readonly ResolvedJobType[],
+  madeElsewhere: readonly string[] = ORDER_FLOW_JOB_TYPE_NAMES,
+): ResolvedJobType[] {
+  return jobTypes.filter((j) => !madeElsewhere.includes(j.name) && j.samplePayload !== undefined);
 }
 
 /** Ids of one message of a declared job. */
@@ -72,28 +79,80 @@ export function declaredJobMessage(
   };
 }
 
+/** A declared job type and the queue its jobs go to. */
+export interface DeclaredJobTarget {
+  readonly jobType: ResolvedJobType;
+  readonly queueUrl: string;
+}
+
+/** Sends job `n` of a declared job type to its queue (its key: `<runId>:<job type>:<n>`). */
+export async function sendDeclaredJob(
+  sqs: SQSClient,
+  { jobType, queueUrl }: DeclaredJobTarget,
+  runId: string,
+  n: number,
+  now: Date = new Date(),
+): Promise<DeclaredJob> {
+  const idempotencyKey = `${runId}:${jobType.name}:${n}`;
+  const correlationId = `${runId}-${jobType.consumer}-${n}`;
+  await sqs.send(
+    new SendMessageCommand(
+      declaredJobMessage(jobType, queueUrl, { idempotencyKey, correlationId, group: String(n) }, now),
+    ),
+  );
+  return { jobType: jobType.name, idempotencyKey, correlationId };
+}
+
 /** Sends `perType` jobs of every declared job type to its queue. */
 export async function sendDeclaredJobs(
   sqs: SQSClient,
-  targets: readonly { readonly jobType: ResolvedJobType; readonly queueUrl: string }[],
+  targets: readonly DeclaredJobTarget[],
   runId: string,
   perType: number,
   now: () => Date = () => new Date(),
 ): Promise<DeclaredJob[]> {
   const sent: DeclaredJob[] = [];
-  for (const { jobType, queueUrl } of targets) {
-    for (let i = 1; i <= perType; i += 1) {
-      const idempotencyKey = `${runId}:${jobType.name}:${i}`;
-      const correlationId = `${runId}-${jobType.consumer}-${i}`;
-      await sqs.send(
-        new SendMessageCommand(
-          declaredJobMessage(jobType, queueUrl, { idempotencyKey, correlationId, group: String(i) }, now()),
-        ),
-      );
-      sent.push({ jobType: jobType.name, idempotencyKey, correlationId });
-    }
-  }
+  for (const target of targets)
+    for (let i = 1; i <= perType; i += 1) sent.push(await sendDeclaredJob(sqs, target, runId, i, now()));
   return sent;
+}
+
+/**
+ * Steady traffic of declared jobs: one job every 1/`ratePerSecond` s, the job types in turn, until
+ * `signal` aborts (a send that fails is reported and the traffic goes on). Each job sent is handed
+ * to `onSent` at once; resolves once the last send is over.
+ */
+export async function sendDeclaredJobsSteadily(
+  sqs: SQSClient,
+  targets: readonly DeclaredJobTarget[],
+  runId: string,
+  ratePerSecond: number,
+  signal: AbortSignal,
+  onSent: (job: DeclaredJob) => void,
+  log: (line: string) => void = () => undefined,
+): Promise<void> {
+  const everyMs = 1000 / ratePerSecond;
+  const started = Date.now();
+  for (let i = 0; targets.length > 0 && !signal.aborted; i += 1) {
+    const target = targets[i % targets.length];
+    if (target === undefined) break;
+    try {
+      onSent(await sendDeclaredJob(sqs, target, runId, Math.floor(i / targets.length) + 1));
+    } catch (error) {
+      log(`declared traffic: could not send a ${target.jobType.name} job: ${(error as Error).message}`);
+    }
+    const wait = started + (i + 1) * everyMs - Date.now();
+    if (wait > 0)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, wait);
+        function done(): void {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done, { once: true });
+      });
+  }
 }
 
 /** Reads back what became of each declared job (consistent reads of its idempotency record). */

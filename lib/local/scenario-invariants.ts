@@ -1,13 +1,18 @@
 /**
  * The invariants a scenario checks once the pipeline has drained, over facts read from the
- * sources of truth (the providers' ledgers, the orders and inventory tables, the DLQs) rather than
- * from what the pipeline says about itself. Pure: the facts come in, verdicts go out.
+ * sources of truth (the providers' ledgers, the orders and inventory tables, the idempotency
+ * records, the DLQs) rather than from what the pipeline says about itself. Pure: the facts come
+ * in, verdicts go out. Two sets: what holds for any app (checkJobInvariants: dead letters,
+ * drained queues, alarms reaching a person, each job of the app's own job types done exactly
+ * once), and the reference's order flow's on top (checkInvariants: charges, PAID orders, their
+ * notifications and reservations, stock, the orders stream), which a pipeline without the order
+ * flow does not get at all.
  */
 import { notificationKey } from '../reference/notification';
 import { paymentCaptureKey } from '../reference/payment';
 import type { DlqEntry, InvariantResult } from './report-model';
 import type { AcceptedPayment } from './traffic';
-import type { DeclaredJobFact } from './scenario-declared-jobs';
+import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from './scenario-declared-jobs';
 
 /** One side effect in a provider's ledger (lib/local/fake-provider.ts LedgerEntry). */
 export interface LedgerFact {
@@ -52,16 +57,22 @@ export interface InvariantJobTypes {
   readonly inventory: string;
 }
 
-/** Everything the invariants read. */
-export interface InvariantFacts {
-  readonly jobTypes: InvariantJobTypes;
-  readonly accepted: readonly AcceptedPayment[];
-  readonly charges: readonly LedgerFact[];
-  readonly messages: readonly LedgerFact[];
-  /** Order state by order id; an order not found is absent. */
-  readonly orderStates: ReadonlyMap<string, string>;
-  /** By SKU, for the SKUs the scenario seeded. */
-  readonly stock: ReadonlyMap<string, StockFact>;
+/** The side effects the declared providers' fakes recorded, and which providers each job type calls. */
+export interface DeclaredCallFacts {
+  /** Each declared job type's `resources.providers`, by job type name. */
+  readonly providersOf: Readonly<Record<string, readonly string[]>>;
+  readonly calls: readonly ProviderCall[];
+}
+
+/** A job an incident delivered more than once: twice on purpose, or again after its consumer crashed. */
+export interface RedeliveredJobFact {
+  readonly jobType: string;
+  readonly idempotencyKey: string;
+  readonly how: 'duplicate' | 'crash';
+}
+
+/** What the invariants that hold for any app read. */
+export interface JobInvariantFacts {
   /** Dead letters of this run. */
   readonly dlq: readonly DlqEntry[];
   readonly poison: readonly PoisonFact[];
@@ -90,6 +101,25 @@ export interface InvariantFacts {
    * what became of each. @default none
    */
   readonly declaredJobs?: readonly DeclaredJobFact[];
+  /**
+   * The declared providers' calls: with them, each declared job is judged done exactly once
+   * (declaredJobsDoneOnce). @default - not judged (the invariant is absent)
+   */
+  readonly declaredCalls?: DeclaredCallFacts;
+  /** Declared jobs the generic incidents delivered more than once. @default none */
+  readonly redelivered?: readonly RedeliveredJobFact[];
+}
+
+/** What the order flow's invariants read besides. */
+export interface OrderFlowFacts {
+  readonly jobTypes: InvariantJobTypes;
+  readonly accepted: readonly AcceptedPayment[];
+  readonly charges: readonly LedgerFact[];
+  readonly messages: readonly LedgerFact[];
+  /** Order state by order id; an order not found is absent. */
+  readonly orderStates: ReadonlyMap<string, string>;
+  /** By SKU, for the SKUs the scenario seeded. */
+  readonly stock: ReadonlyMap<string, StockFact>;
   /** The orders stream read back, and what its consumers saw. */
   readonly stream: {
     readonly records: readonly StreamRecordFact[];
@@ -97,6 +127,9 @@ export interface InvariantFacts {
     readonly consumers: readonly StreamConsumerFact[];
   };
 }
+
+/** Everything the invariants of a pipeline with the order flow read. */
+export interface InvariantFacts extends JobInvariantFacts, OrderFlowFacts {}
 
 /** Order states that mean the payment was captured (PAID or only reachable after it). */
 export const PAID_STATES: readonly string[] = ['PAID', 'RESERVED'];
@@ -247,7 +280,7 @@ export function stockConserved(facts: InvariantFacts): InvariantResult {
 }
 
 /** Every poison message reached its DLQ as a permanent error. */
-export function poisonDeadLettered(facts: InvariantFacts): InvariantResult {
+export function poisonDeadLettered(facts: Pick<JobInvariantFacts, 'poison' | 'dlq'>): InvariantResult {
   const violations = facts.poison.flatMap((p) => {
     const found = facts.dlq.find((e) => e.source === p.jobType && e.body === p.body.slice(0, e.body.length));
     if (found === undefined) return [`${p.jobType}: poison message not in the DLQ`];
@@ -265,7 +298,7 @@ export function poisonDeadLettered(facts: InvariantFacts): InvariantResult {
 }
 
 /** Nothing stuck: every queue drained. */
-export function queuesDrained(facts: InvariantFacts): InvariantResult {
+export function queuesDrained(facts: Pick<JobInvariantFacts, 'leftInQueues'>): InvariantResult {
   const violations = Object.entries(facts.leftInQueues)
     .filter(([, n]) => n > 0)
     .map(([jobType, n]) => `${jobType}: ${n} message(s) still queued or in flight`);
@@ -281,7 +314,7 @@ export function queuesDrained(facts: InvariantFacts): InvariantResult {
  * above the highest one each consumer logged. A change that never reaches them is a follow-up
  * never relayed and a cache key never invalidated.
  */
-export function streamFullyDelivered(facts: InvariantFacts): InvariantResult {
+export function streamFullyDelivered(facts: Pick<OrderFlowFacts, 'stream'>): InvariantResult {
   const violations = facts.stream.consumers.flatMap((c) => {
     const missed = facts.stream.records.filter(
       (r) => c.highestSeen === undefined || BigInt(r.sequence) > c.highestSeen,
@@ -306,7 +339,7 @@ export function streamFullyDelivered(facts: InvariantFacts): InvariantResult {
  * alarm publish pages nobody, and shows it only in the alarm history; a topic with no confirmed
  * subscriber takes every publish and tells no one.
  */
-export function alarmsNotified(facts: Pick<InvariantFacts, 'alarmNotifications'>): InvariantResult {
+export function alarmsNotified(facts: Pick<JobInvariantFacts, 'alarmNotifications'>): InvariantResult {
   const { owed, deliveries } = facts.alarmNotifications;
   const failed = deliveries.filter((d) => d.outcome === 'failed');
   const violations = failed.map((d) => `${d.alarm} → ${d.target}: ${d.error ?? 'failed'}`);
@@ -331,7 +364,7 @@ export function alarmsNotified(facts: Pick<InvariantFacts, 'alarmNotifications'>
 }
 
 /** Every job sent for a declared job type that is idempotent left its completed record: it ran. */
-export function everyDeclaredJobDone(facts: Pick<InvariantFacts, 'declaredJobs'>): InvariantResult {
+export function everyDeclaredJobDone(facts: Pick<JobInvariantFacts, 'declaredJobs'>): InvariantResult {
   const jobs = facts.declaredJobs ?? [];
   const judged = jobs.filter((j) => j.done !== undefined);
   const violations = judged
@@ -347,7 +380,45 @@ export function everyDeclaredJobDone(facts: Pick<InvariantFacts, 'declaredJobs'>
   );
 }
 
-/** Every invariant, in report order. */
+/**
+ * Every job sent for the app's own job types was done exactly once, the ones an incident delivered
+ * twice or again after a crash included: one call per idempotency key at each of its job type's
+ * providers (their recording fakes), and (idempotent job types) its idempotency record COMPLETED.
+ */
+export function declaredJobsDoneOnce(
+  facts: Pick<JobInvariantFacts, 'declaredJobs' | 'declaredCalls' | 'redelivered'>,
+): InvariantResult {
+  const jobs = facts.declaredJobs ?? [];
+  const { providersOf = {}, calls = [] } = facts.declaredCalls ?? {};
+  const violations = jobs.flatMap((j) => {
+    const v = judgeDeclaredJob(j, providersOf[j.jobType] ?? [], calls);
+    return v.outcome === 'ok' ? [] : [`${j.jobType} ${j.idempotencyKey}: ${v.outcome} (${v.detail})`];
+  });
+  const redelivered = facts.redelivered ?? [];
+  for (const r of redelivered)
+    if (!jobs.some((j) => j.idempotencyKey === r.idempotencyKey))
+      violations.push(`${r.jobType} ${r.idempotencyKey} (${r.how}): not among the jobs read back`);
+  const types = [...new Set(jobs.map((j) => j.jobType))];
+  const count = (how: RedeliveredJobFact['how']): number => redelivered.filter((r) => r.how === how).length;
+  return verdict(
+    "every job of the app's own job types done exactly once, delivered twice or redelivered after a crash too (one call per idempotency key at each provider)",
+    `${jobs.length} jobs (${types.join(', ') || 'none'}); ${count('duplicate')} delivered twice, ${count('crash')} redelivered after a crash`,
+    violations,
+  );
+}
+
+/** The invariants that hold for any app, in report order (declaredJobsDoneOnce when its facts are in). */
+export function checkJobInvariants(facts: JobInvariantFacts): InvariantResult[] {
+  return [
+    poisonDeadLettered(facts),
+    queuesDrained(facts),
+    alarmsNotified(facts),
+    everyDeclaredJobDone(facts),
+    ...(facts.declaredCalls === undefined ? [] : [declaredJobsDoneOnce(facts)]),
+  ];
+}
+
+/** Every invariant of a pipeline with the order flow, in report order. */
 export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
   return [
     exactlyOneChargePerKey(facts),
@@ -361,5 +432,6 @@ export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
     streamFullyDelivered(facts),
     alarmsNotified(facts),
     everyDeclaredJobDone(facts),
+    ...(facts.declaredCalls === undefined ? [] : [declaredJobsDoneOnce(facts)]),
   ];
 }

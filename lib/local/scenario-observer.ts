@@ -27,6 +27,15 @@ export const OBSERVED_EVENT = {
   followUpPrefix: 'follow-up:',
 } as const;
 
+/** A job a consumer found already done (the runner's duplicate_ignored line). */
+export interface IgnoredDuplicate {
+  readonly idempotencyKey: string;
+  /** The delivery's receive count. */
+  readonly attempt: number | undefined;
+  /** Epoch ms when the line was seen. */
+  readonly at: number;
+}
+
 /** An event seen in a function's output. */
 export interface ObservedEvent {
   readonly key: string;
@@ -43,6 +52,9 @@ export class FunctionOutputObserver {
   private readonly events = new Map<string, number>();
   private readonly lastSequence = new Map<string, bigint>();
   private readonly listeners: ((event: ObservedEvent) => void)[] = [];
+  private readonly ignored = new Map<string, IgnoredDuplicate[]>();
+
+  public constructor(private readonly now: () => number = Date.now) {}
 
   /** The FunctionHost output callback. */
   public readonly onLine = (line: string, functionName: string): void => {
@@ -62,7 +74,13 @@ export class FunctionOutputObserver {
       this.counters.set(service, byMetric);
     }
     if (samples.length > 0) return;
-    let doc: { message?: unknown; jobType?: unknown; sequenceNumber?: unknown };
+    let doc: {
+      message?: unknown;
+      jobType?: unknown;
+      sequenceNumber?: unknown;
+      idempotencyKey?: unknown;
+      attempt?: unknown;
+    };
     try {
       doc = JSON.parse(line) as typeof doc;
     } catch {
@@ -77,8 +95,20 @@ export class FunctionOutputObserver {
       this.emit(`${OBSERVED_EVENT.followUpPrefix}${String(doc.jobType)}`, functionName, line);
     } else if (message.startsWith('messaging provider circuit is open')) {
       this.emit(OBSERVED_EVENT.circuitOpen, functionName, line);
+    } else if (message.startsWith('duplicate_ignored') && typeof doc.idempotencyKey === 'string') {
+      const seen: IgnoredDuplicate = {
+        idempotencyKey: doc.idempotencyKey,
+        attempt: typeof doc.attempt === 'number' ? doc.attempt : undefined,
+        at: this.now(),
+      };
+      this.ignored.set(functionName, [...(this.ignored.get(functionName) ?? []), seen]);
     }
   };
+
+  /** The jobs `functionName` found already done (duplicate_ignored), in the order seen. */
+  public ignoredDuplicates(functionName: string): readonly IgnoredDuplicate[] {
+    return this.ignored.get(functionName) ?? [];
+  }
 
   /** Calls `listener` on every event. */
   public onEvent(listener: (event: ObservedEvent) => void): void {

@@ -1,10 +1,14 @@
 /**
- * Scenarios of the local platform (`npm start -- --scenario <name>`): the whole pipeline runs on
- * moto and the scenario's own redis-server; steady traffic of the three job types flows through
- * the HTTP API (payments create the notification and inventory jobs through the outbox) while
- * incidents are injected on a schedule; a live status shows each job type; when the traffic
- * stops the pipeline drains, the invariants are checked against the sources of truth, and a
- * report (HTML + JSON) is written to reports/<timestamp>/.
+ * Scenarios of the local platform (`tenang local start --scenario <name>`): the whole pipeline
+ * runs on moto and the scenario's own redis-server while incidents are injected on a schedule; a
+ * live status shows each job type; when the traffic stops the pipeline drains, the invariants are
+ * checked against the sources of truth, and a report (HTML + JSON) is written to
+ * reports/<timestamp>/. Any app gets the generic part: jobs of every job type with a
+ * `samplePayload` (lib/local/scenario-declared-jobs.ts), the incidents that fit any job type
+ * (lib/local/scenario-job-incidents.ts) and the invariants that hold for any app. A pipeline with
+ * the reference's order flow (lib/local/order-flow.ts decides it from the declaration) gets its
+ * part on top (lib/local/scenario-order-flow.ts): payments through the HTTP API, whose
+ * notification and inventory jobs follow through the outbox, its incidents and its invariants.
  */
 import { createWriteStream } from 'node:fs';
 import * as path from 'node:path';
@@ -12,8 +16,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
-import type { PipelineConfig } from '../config';
+import { providerVariable } from '../config';
 import { LocalPlatform } from './platform';
 import { createReportDir, writeReport, type WrittenReport } from './report-files';
 import {
@@ -22,29 +25,40 @@ import {
   type DlqEntry,
   type IncidentRecord,
   type PipelineSample,
-  type ReportedJobType,
+  type ProviderTotals,
   type ScenarioReport,
 } from './report-model';
 import { LiveStatus, statusRows, type StatusContext } from './live-status';
-import {
-  readDeadLetters,
-  readOrderStates,
-  readStock,
-  readStreamRecords,
-  type DeadLetterQueue,
-} from './scenario-facts';
+import { readDeadLetters, type DeadLetterQueue } from './scenario-facts';
 import {
   pause,
   readVisibilityTimeout,
   runIncident,
-  type IncidentContext,
   type IncidentOutcome,
-  type IncidentQueue,
   type IncidentSpec,
 } from './scenario-incidents';
-import { checkInvariants, type InvariantFacts, type PoisonFact } from './scenario-invariants';
-import { declaredJobFacts, declaredJobTypes, sendDeclaredJobs } from './scenario-declared-jobs';
-import { FunctionOutputObserver, OBSERVED_EVENT, PipelineSampler } from './scenario-observer';
+import {
+  checkInvariants,
+  checkJobInvariants,
+  type JobInvariantFacts,
+  type PoisonFact,
+} from './scenario-invariants';
+import {
+  declaredJobFacts,
+  declaredProviderCalls,
+  sendDeclaredJobs,
+  sendDeclaredJobsSteadily,
+  type DeclaredJob,
+} from './scenario-declared-jobs';
+import {
+  planJobIncidents,
+  runJobIncident,
+  type JobIncidentOutcome,
+  type JobIncidentSpec,
+} from './scenario-job-incidents';
+import { FunctionOutputObserver, PipelineSampler } from './scenario-observer';
+import { OrderFlowRun } from './scenario-order-flow';
+import { resolveScenarioTargets, type ScenarioTargets } from './scenario-targets';
 import {
   ProcessDeathWatch,
   RedeliveryWait,
@@ -54,7 +68,6 @@ import {
 } from './scenario-deaths';
 import { localAppDirectory } from './project';
 import { ScenarioRedis } from './scenario-redis';
-import { TrafficGenerator } from './traffic';
 
 /** A scenario: traffic, incidents on a schedule, and how long the pipeline may take to drain. */
 export interface ScenarioDefinition {
@@ -62,10 +75,15 @@ export interface ScenarioDefinition {
   readonly description: string;
   /** Seconds of traffic. */
   readonly durationSeconds: number;
-  /** Payments per second. */
+  /** Payments per second (with the order flow), else jobs per second of the app's job types. */
   readonly ratePerSecond: number;
-  /** The incidents of a run with `durationSeconds` of traffic. */
+  /** The order flow's incidents of a run with `durationSeconds` of traffic (a pipeline without it skips them). */
   readonly incidents: (durationSeconds: number) => readonly IncidentSpec[];
+  /**
+   * The incidents played on any app's job types (those with a samplePayload), each on the job
+   * types it fits (scenario-job-incidents.ts planJobIncidents).
+   */
+  readonly jobIncidents: (durationSeconds: number) => readonly JobIncidentSpec[];
   /** Every alarm period is multiplied by this, so alarms can fire within a short run. */
   readonly alarmPeriodScale: number;
   /** Time the pipeline gets to drain after the traffic stops, besides a crashed batch's wait, s. */
@@ -83,7 +101,7 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
   default: {
     name: 'default',
     description:
-      'Steady payments with their notification and inventory follow-ups; a consumer crash after the charge, poison messages, a provider outage, Redis down for 30 s and a duplicate burst.',
+      "Steady traffic with incidents: a consumer crash after a job's effect, poison messages and duplicates on every job type; with the order flow also a provider outage, Redis down for 30 s and a duplicate burst through the API.",
     durationSeconds: 180,
     ratePerSecond: 2,
     incidents: (d) => [
@@ -92,6 +110,11 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
       { kind: 'provider-outage', atSeconds: d * 0.25, durationSeconds: outageLength(d) },
       { kind: 'redis-down', atSeconds: d * 0.5, durationSeconds: outageLength(d) },
       { kind: 'duplicate-burst', atSeconds: d * 0.75, copies: 20 },
+    ],
+    jobIncidents: (d) => [
+      { kind: 'crash-after-effect', atSeconds: Math.min(10, d * 0.05) },
+      { kind: 'malformed-message', atSeconds: d * 0.15 },
+      { kind: 'duplicate-delivery', atSeconds: d * 0.75 },
     ],
     alarmPeriodScale: 1 / 12,
     drainSeconds: 60,
@@ -117,6 +140,13 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
       { kind: 'redis-down', atSeconds: d * 0.55, durationSeconds: Math.max(3, Math.round(d * 0.17)) },
       { kind: 'duplicate-burst', atSeconds: d * 0.8, copies: 10 },
     ],
+    // The crash is armed ~7 s in, after the pollers took up the shorter visibility timeout; the
+    // malformed messages are done before it, the duplicate after it.
+    jobIncidents: (d) => [
+      { kind: 'crash-after-effect', atSeconds: 0.5, shortenVisibility: true },
+      { kind: 'malformed-message', atSeconds: d * 0.12 },
+      { kind: 'duplicate-delivery', atSeconds: d * 0.4 },
+    ],
     alarmPeriodScale: 1 / 30,
     drainSeconds: 45,
     sampleEveryMs: 1_000,
@@ -124,10 +154,11 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
   },
   steady: {
     name: 'steady',
-    description: 'Steady traffic of the three job types, no incident: a baseline to compare the others with.',
+    description: 'Steady traffic, no incident: a baseline to compare the others with.',
     durationSeconds: 120,
     ratePerSecond: 2,
     incidents: () => [],
+    jobIncidents: () => [],
     alarmPeriodScale: 1 / 12,
     drainSeconds: 45,
     sampleEveryMs: 1_000,
@@ -151,7 +182,7 @@ export interface RunScenarioOptions {
   readonly scenario?: string;
   /** Seconds of traffic. @default the scenario's */
   readonly durationSeconds?: number;
-  /** Payments per second. @default the scenario's */
+  /** Payments per second (with the order flow), else jobs per second. @default the scenario's */
   readonly ratePerSecond?: number;
   /** @default 'dev' */
   readonly stage?: string;
@@ -230,7 +261,7 @@ export function resolveScenarioOptions(
     !(Number.isFinite(ratePerSecond) && ratePerSecond > 0 && ratePerSecond <= MAX_RATE_PER_SECOND)
   )
     problems.push(
-      `--rate must be more than 0 and at most ${MAX_RATE_PER_SECOND} payments/s (moto slows down as queues deepen), got ${ratePerSecond}`,
+      `--rate must be more than 0 and at most ${MAX_RATE_PER_SECOND} per second (moto slows down as queues deepen), got ${ratePerSecond}`,
     );
   if (
     problems.length > 0 ||
@@ -245,75 +276,11 @@ export function resolveScenarioOptions(
 /** File in the report directory with every line the functions printed. */
 export const FUNCTION_LOG = 'functions.log';
 
-/** Jobs sent per job type the app declares beyond the order flow (scenario-declared-jobs.ts). */
+/** Jobs sent at the start per job type the app declares beyond the order flow, when the order flow makes the traffic. */
 export const DECLARED_JOBS_PER_TYPE = 5;
 
-/** SKUs seeded per run, and their stock: plenty, so a reservation fails only when something is wrong. */
-const SKU_COUNT = 6;
-const SEEDED_STOCK = 100_000;
 /** Consecutive quiet samples that mean the pipeline has drained. */
 const QUIET_SAMPLES = 3;
-
-/** What the runner resolved from the deployment. */
-interface Targets {
-  readonly config: PipelineConfig;
-  readonly jobTypes: readonly (ReportedJobType & IncidentQueue & { readonly uuid: string })[];
-  readonly streams: readonly {
-    readonly consumer: string;
-    readonly functionName: string;
-    readonly onFailureUrl: string | undefined;
-  }[];
-  readonly ordersTable: string;
-  readonly inventoryTable: string;
-  readonly outboxService: string;
-}
-
-function requireEnv(env: Readonly<Record<string, string>>, name: string, fn: string): string {
-  const value = env[name];
-  if (value === undefined || value === '') throw new Error(`deployed function ${fn} has no ${name}`);
-  return value;
-}
-
-function resolveTargets(platform: LocalPlatform): Targets {
-  const { config } = platform;
-  const envOf = (fn: string): Readonly<Record<string, string>> => {
-    const deployed = platform.deployment.functions.get(fn);
-    if (deployed === undefined) throw new Error(`no deployed function ${fn}`);
-    return deployed.environment;
-  };
-  const jobTypes = config.jobTypes.map((j) => {
-    const functionName = platform.functionNamed(j.consumer);
-    const source = platform.sqsSources.find((s) => s.spec.functionName === functionName);
-    if (source === undefined) throw new Error(`no queue mapping for ${functionName}`);
-    return {
-      name: j.name,
-      consumer: j.consumer,
-      jobType: j.name,
-      queueUrl: source.spec.queueUrl,
-      dlqUrl: requireEnv(envOf(functionName), 'DLQ_URL', functionName),
-      fifo: j.queue.kind === 'fifo',
-      functionName,
-      functionTimeoutSeconds: j.function.timeoutSeconds,
-      uuid: source.spec.uuid,
-    };
-  });
-  const streams = config.streamConsumers.map((c) => {
-    const functionName = platform.functionNamed(c.consumer);
-    const source = platform.streamSources.find((s) => s.spec.functionName === functionName);
-    return { consumer: c.consumer, functionName, onFailureUrl: source?.spec.onFailureQueueUrl };
-  });
-  const ingress = platform.functionNamed('ingress');
-  const inventory = jobTypes.find((j) => j.name === 'inventory.reserve');
-  if (inventory === undefined) throw new Error('the pipeline has no inventory.reserve job type');
-  return {
-    config,
-    jobTypes,
-    streams,
-    ordersTable: requireEnv(envOf(ingress), 'ORDERS_TABLE', ingress),
-    inventoryTable: requireEnv(envOf(inventory.functionName), 'INVENTORY_TABLE', inventory.functionName),
-    outboxService: 'outbox-relay',
-  };
-}
 
 function queueName(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
@@ -330,6 +297,17 @@ const TOUCHED_ENV = [
   'AWS_EC2_METADATA_DISABLED',
   'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED',
 ] as const;
+
+/**
+ * A pipeline the scenario has nothing to send to: no order flow and no job type with a
+ * samplePayload. Refused before the traffic, with what to add.
+ */
+function requireTraffic(targets: ScenarioTargets): void {
+  if (targets.orderFlow !== undefined || targets.declared.length > 0) return;
+  throw new ScenarioOptionsError(
+    `the pipeline has no job type with a samplePayload (${targets.jobTypes.map((j) => j.name).join(', ') || 'no job types'}): the scenario makes each job type's jobs from it; add a valid samplePayload to the job types in the declaration`,
+  );
+}
 
 /** Runs a scenario end to end; stops everything it started, whatever happens. */
 export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOutcome> {
@@ -360,7 +338,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   };
 
   opts.log(
-    `scenario ${definition.name}: ${durationSeconds} s of traffic at ${ratePerSecond} payments/s (run ${runId})`,
+    `scenario ${definition.name}: ${durationSeconds} s of traffic at ${ratePerSecond}/s (run ${runId})`,
   );
   const redis = await ScenarioRedis.start();
   // The platform (startLocalEnv) and its functions take Redis from REDIS_URL.
@@ -379,8 +357,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
     functionLog.write(`${new Date().toISOString()} ${fn.replace(`tenang-${stage}-`, '')} ${line}\n`);
   };
   let platform: LocalPlatform | undefined;
-  let traffic: TrafficGenerator | undefined;
+  let flow: OrderFlowRun | undefined;
   let sampler: PipelineSampler | undefined;
+  const declaredTraffic = new AbortController();
+  let declaredTrafficDone: Promise<void> = Promise.resolve();
   try {
     platform = await LocalPlatform.start({
       stage,
@@ -409,38 +389,45 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       `confirmed ${confirmed.length} alarm subscription(s): ${confirmed.map((c) => `${c.protocol} ${c.endpoint}`).join(', ') || 'none pending'}`,
     );
     await opts.onProvisioned?.(p);
-    const targets = resolveTargets(p);
+    const targets = resolveScenarioTargets(p);
+    requireTraffic(targets);
+    say(
+      targets.orderFlow === undefined
+        ? `the pipeline has no order flow: generic part only (job types ${targets.jobTypes.map((j) => j.name).join(', ')})`
+        : `order flow: ${[targets.orderFlow.payment, targets.orderFlow.notification, targets.orderFlow.inventory].map((j) => j.name).join(', ')}`,
+    );
     const sqs = new SQSClient({ endpoint: p.env.endpoint, region: p.env.region });
     const ssm = new SSMClient({ endpoint: p.env.endpoint, region: p.env.region });
     const dynamodb = new DynamoDBClient({ endpoint: p.env.endpoint, region: p.env.region });
     const streams = new DynamoDBStreamsClient({ endpoint: p.env.endpoint, region: p.env.region });
     try {
-      const skus = Array.from({ length: SKU_COUNT }, (_, i) => `sku-${runId}-${i + 1}`);
-      const inventory = new DynamoDbInventoryStore(dynamodb, targets.inventoryTable);
-      for (const sku of skus) await inventory.seed(sku, SEEDED_STOCK);
-      const seeded = new Map(skus.map((s) => [s, SEEDED_STOCK]));
-      const payment = targets.jobTypes.find((j) => j.name === 'payment.capture');
-      const notification = targets.jobTypes.find((j) => j.name === 'notification.send');
-      const inventoryType = targets.jobTypes.find((j) => j.name === 'inventory.reserve');
-      if (payment === undefined || notification === undefined || inventoryType === undefined)
-        throw new Error('the pipeline lacks one of payment.capture, notification.send, inventory.reserve');
-      const paymentVisibility = await readVisibilityTimeout(sqs, payment.queueUrl);
-
-      const runStart = Date.now();
+      let runStart = Date.now();
       const elapsedMs = (): number => Date.now() - runStart;
+      if (targets.orderFlow !== undefined)
+        flow = await OrderFlowRun.prepare({
+          platform: p,
+          targets: targets.orderFlow,
+          sqs,
+          dynamodb,
+          runId,
+          ratePerSecond,
+          elapsedMs,
+          log: say,
+        });
+      const orderFlow = flow;
+
+      runStart = Date.now();
       let phase = 'traffic';
       const active = new Set<string>();
       const poison: PoisonFact[] = [];
       const injected: Record<string, number> = {};
-      traffic = new TrafficGenerator({
-        apiUrl: p.api.url,
-        runId,
-        skus,
-        ratePerSecond,
-        elapsedMs,
-        log: say,
-      });
-      const tr = traffic;
+      // The jobs of the app's own job types: the traffic's, and those the incidents sent (judged alike).
+      const declaredSent: DeclaredJob[] = [];
+      const trafficSent: Record<string, number> = {};
+      const sentByTraffic = (job: DeclaredJob): void => {
+        declaredSent.push(job);
+        trafficSent[job.jobType] = (trafficSent[job.jobType] ?? 0) + 1;
+      };
       sampler = new PipelineSampler({
         sqs,
         ssm,
@@ -462,13 +449,19 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         log: say,
       });
       const alarmPrefix = `tenang-${stage}-`;
+      const declaredProviders = [...new Set(targets.declared.flatMap((j) => j.declared.resources.providers))];
       const context = (): StatusContext => ({
         scenario: definition.name,
         phase,
         elapsedSeconds: elapsedMs() / 1000,
         durationSeconds,
         activeIncidents: [...active],
-        traffic: trafficLine(tr, p),
+        traffic: [
+          ...(orderFlow === undefined ? [] : [orderFlow.statusLine()]),
+          ...(targets.declared.length === 0
+            ? []
+            : [declaredStatusLine(declaredSent.length, p, declaredProviders)]),
+        ].join(' · '),
       });
       const show = (sample: PipelineSample): void => {
         statusShown = true;
@@ -483,47 +476,64 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         );
       };
       sampler.start(definition.sampleEveryMs, show);
-      traffic.start();
-      // The app's own job types (beyond the order flow) get jobs built from their sample payloads.
-      const declaredTypes = declaredJobTypes(targets.config.jobTypes);
-      const declaredSent = await sendDeclaredJobs(
-        sqs,
-        declaredTypes.map((jobType) => ({
-          jobType,
-          queueUrl: targets.jobTypes.find((j) => j.name === jobType.name)?.queueUrl ?? '',
-        })),
-        runId,
-        DECLARED_JOBS_PER_TYPE,
-      );
-      if (declaredSent.length > 0)
-        say(`${declaredSent.length} jobs sent for ${declaredTypes.map((j) => j.name).join(', ')}`);
-      say(`traffic started: ${ratePerSecond} payments/s through ${p.api.url}`);
+      const declaredTargets = targets.declared.map((j) => ({ jobType: j.declared, queueUrl: j.queueUrl }));
+      const declaredNames = targets.declared.map((j) => j.name).join(', ');
+      if (orderFlow !== undefined) {
+        orderFlow.start();
+        // The app's own job types (beyond the order flow) get jobs built from their sample payloads.
+        for (const job of await sendDeclaredJobs(sqs, declaredTargets, runId, DECLARED_JOBS_PER_TYPE))
+          sentByTraffic(job);
+        if (declaredSent.length > 0) say(`${declaredSent.length} jobs sent for ${declaredNames}`);
+      } else {
+        // Without the order flow, the app's job types are the traffic: jobs made from their sample payloads, steadily.
+        declaredTrafficDone = sendDeclaredJobsSteadily(
+          sqs,
+          declaredTargets,
+          runId,
+          ratePerSecond,
+          declaredTraffic.signal,
+          sentByTraffic,
+          say,
+        );
+        say(`traffic started: ${ratePerSecond} jobs/s of ${declaredNames}, made from their samplePayload`);
+      }
 
-      const incidentContext: IncidentContext = {
-        platform: p,
-        redis,
-        traffic,
-        sqs,
-        queues: { payment, notification, inventory: inventoryType },
-        services: { payment: payment.consumer, notification: notification.consumer, reader: 'order-reader' },
+      const shared = {
         observer,
         runId,
         elapsedMs,
         signal,
         log: say,
-        recordPoison: (x) => poison.push(x),
-        recordInjected: (jobType, n) => (injected[jobType] = (injected[jobType] ?? 0) + n),
-        setActive: (title, on) => (on ? active.add(title) : active.delete(title)),
+        recordPoison: (x: PoisonFact): void => void poison.push(x),
+        recordInjected: (jobType: string, n: number): void => {
+          injected[jobType] = (injected[jobType] ?? 0) + n;
+        },
+        setActive: (title: string, on: boolean): void => void (on ? active.add(title) : active.delete(title)),
       };
-      const plan = definition.incidents(durationSeconds);
+      const plan = orderFlow === undefined ? [] : definition.incidents(durationSeconds);
+      const incidentContext = orderFlow?.incidentContext({ ...shared, redis });
       const outcomes = plan.map(async (spec): Promise<IncidentOutcome | undefined> => {
         if (!(await pause(runStart + spec.atSeconds * 1000 - Date.now(), signal))) return undefined;
-        return runIncident(spec, incidentContext);
+        return incidentContext === undefined ? undefined : runIncident(spec, incidentContext);
+      });
+      const jobPlan = planJobIncidents(definition.jobIncidents(durationSeconds), targets.declared);
+      const jobOutcomes = jobPlan.map(async (planned): Promise<JobIncidentOutcome | undefined> => {
+        if (!(await pause(runStart + planned.spec.atSeconds * 1000 - Date.now(), signal))) return undefined;
+        return runJobIncident(planned, {
+          ...shared,
+          platform: p,
+          sqs,
+          track: (job) => declaredSent.push(job),
+        });
       });
       await pause(runStart + durationSeconds * 1000 - Date.now(), signal);
       phase = 'stopping traffic';
-      await traffic.stop();
+      declaredTraffic.abort();
+      await Promise.all([orderFlow?.stop(), declaredTrafficDone]);
       const incidents = (await Promise.all(outcomes)).filter((o): o is IncidentOutcome => o !== undefined);
+      const jobIncidents = (await Promise.all(jobOutcomes)).filter(
+        (o): o is JobIncidentOutcome => o !== undefined,
+      );
       const runMs = elapsedMs();
       if (signal.aborted)
         return {
@@ -536,12 +546,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       // Drain: a crashed batch waits out its visibility timeout; give it that, plus the scenario's margin.
       phase = 'draining';
       const drainStart = Date.now();
-      const crash = incidents.find((i) => i.record.kind === 'consumer-crash' && i.record.injected);
-      const crashVisibility =
-        plan.find((s) => s.kind === 'consumer-crash')?.shortenVisibility === true
-          ? payment.functionTimeoutSeconds + 5
-          : paymentVisibility;
-      const crashReturnsAtMs = crash === undefined ? 0 : crash.record.endMs + crashVisibility * 1000;
+      const crashReturnsAtMs = Math.max(
+        orderFlow?.crashReturnsAtMs(plan, incidents) ?? 0,
+        ...jobIncidents.map((i) => i.returnsByMs ?? 0),
+      );
       // A consumer process that died without a planned crash (kill -9, a timeout) left its batch
       // in flight too: wait for it up to its queue's visibility timeout after the death, plus a poll.
       const redelivery = new RedeliveryWait(
@@ -559,7 +567,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         runStart,
       );
       const drainSeconds = opts.drainSeconds ?? definition.drainSeconds;
-      // The margin runs from the last batch expected back: the planned crash's, or an unplanned death's.
+      // The margin runs from the last batch expected back: a planned crash's, or an unplanned death's.
       const drainDeadline = (): number =>
         Math.max(drainStart, runStart + crashReturnsAtMs, redelivery.returnsBy()) + drainSeconds * 1000;
       say(`traffic stopped; draining (at most ${Math.round((drainDeadline() - drainStart) / 1000)} s)`);
@@ -600,48 +608,32 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
             kind: 'stream' as const,
           })),
       ];
-      const accepted = traffic.accepted();
-      const invalidator = p.streamSources.find((x) => x.spec.functionName.endsWith('-cache-invalidator'));
-      const [dlq, orderStates, stock, streamRecords] = await Promise.all([
-        readDeadLetters(sqs, dlqQueues, t0),
-        readOrderStates(
-          dynamodb,
-          targets.ordersTable,
-          accepted.map((a) => a.orderId),
-        ),
-        readStock(dynamodb, targets.inventoryTable, seeded),
-        invalidator === undefined ? [] : readStreamRecords(streams, invalidator.spec.streamArn),
-      ]);
-      const declaredTable = declaredTypes
-        .map((j) => p.deployment.functions.get(p.functionNamed(j.consumer))?.environment.IDEMPOTENCY_TABLE)
+      const declaredTypes = targets.declared.map((j) => j.declared);
+      const declaredTable = targets.declared
+        .map((j) => p.deployment.functions.get(j.functionName)?.environment.IDEMPOTENCY_TABLE)
         .find((t) => t !== undefined);
-      const declaredJobs =
+      const [dlq, declaredJobs, flowFacts] = await Promise.all([
+        readDeadLetters(sqs, dlqQueues, t0),
         declaredTable === undefined
           ? declaredSent.map((j) => ({ ...j, done: undefined, evidence: undefined }))
-          : await declaredJobFacts(dynamodb, declaredTable, declaredTypes, declaredSent);
-      const facts: InvariantFacts = {
-        jobTypes: { payment: payment.name, notification: notification.name, inventory: inventoryType.name },
+          : declaredJobFacts(dynamodb, declaredTable, declaredTypes, declaredSent),
+        orderFlow?.facts({ dynamodb, streams }, observer),
+      ]);
+      const jobFacts: JobInvariantFacts = {
         declaredJobs,
-        accepted,
-        charges: p.providers.payment.ledger(),
-        messages: p.providers.messaging.ledger(),
-        orderStates,
-        stock,
+        ...(targets.declared.length === 0
+          ? {}
+          : {
+              declaredCalls: {
+                providersOf: Object.fromEntries(
+                  targets.declared.map((j) => [j.name, j.declared.resources.providers]),
+                ),
+                calls: declaredProviderCalls(p.providers.declared, declaredProviders),
+              },
+              redelivered: jobIncidents.flatMap((i) => i.redelivered?.() ?? []),
+            }),
         dlq,
         poison,
-        stream: {
-          records: streamRecords,
-          // The invalidator logs every record it receives; the outbox relay only the PAID ones.
-          consumers:
-            invalidator === undefined
-              ? []
-              : [
-                  {
-                    consumer: 'cache-invalidator',
-                    highestSeen: observer.highestSequence(invalidator.spec.functionName),
-                  },
-                ],
-        },
         alarmNotifications: {
           owed: p.alarms.actions().filter((a) => a.outcome === 'sent').length,
           deliveries: p.alarms.deliveries(),
@@ -653,15 +645,27 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
           }),
         ),
       };
-      const invariants = checkInvariants(facts);
+      const facts = flowFacts === undefined ? undefined : { ...jobFacts, ...flowFacts };
+      const invariants = facts === undefined ? checkJobInvariants(jobFacts) : checkInvariants(facts);
       const records: IncidentRecord[] = [
         ...incidents.map((i) => ({
           ...i.record,
-          observed: [...i.record.observed, ...(i.after?.(facts) ?? [])],
+          observed: [...i.record.observed, ...(facts === undefined ? [] : (i.after?.(facts) ?? []))],
+        })),
+        ...jobIncidents.map((i) => ({
+          ...i.record,
+          observed: [...i.record.observed, ...(i.after?.(jobFacts) ?? [])],
         })),
         ...redeliveryWaits.map((w) => redeliveryIncident(w, runStart)),
       ];
-      const apiPayments = new Set(accepted.filter((a) => a.via === 'api').map((a) => a.paymentId)).size;
+      // The incidents count every message they put on a queue (copies, poison, batch-mates) as injected.
+      const declaredIn = Object.fromEntries(
+        targets.declared.map((j) => [j.name, (trafficSent[j.name] ?? 0) + (injected[j.name] ?? 0)]),
+      );
+      const providers: Record<string, ProviderTotals> = {
+        ...orderFlow?.providers(),
+        ...Object.fromEntries(declaredProviders.map((name) => [name, declaredProviderTotals(p, name)])),
+      };
       const report = buildReport({
         scenario: {
           name: definition.name,
@@ -685,37 +689,18 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         streamConsumers: targets.streams.map((s) => s.consumer),
         samples: sampler.samples,
         incidents: records,
-        jobsIn: {
-          [payment.name]: apiPayments + (injected[payment.name] ?? 0),
-          [notification.name]:
-            observer.eventCount(`${OBSERVED_EVENT.followUpPrefix}${notification.name}`) +
-            (injected[notification.name] ?? 0),
-          [inventoryType.name]:
-            observer.eventCount(`${OBSERVED_EVENT.followUpPrefix}${inventoryType.name}`) +
-            (injected[inventoryType.name] ?? 0),
-        },
+        jobsIn: { ...orderFlow?.jobsIn(observer, injected), ...declaredIn },
         dlqQueues,
         dlqEntries: dlq,
-        duplicates: {
-          ingressRepeats: traffic.stats.paymentRepeatsAnswered,
-          ingressInFlight: traffic.stats.paymentInFlightAnswers,
-        },
-        providers: {
-          payment: {
-            requests: p.providers.payment.requestCount(),
-            effects: p.providers.payment.ledger().length,
-          },
-          messaging: {
-            requests: p.providers.messaging.requestCount(),
-            effects: p.providers.messaging.ledger().length,
-          },
-        },
+        duplicates: orderFlow?.duplicates() ?? { ingressRepeats: 0, ingressInFlight: 0 },
+        providers,
         alarms: alarmSection(p, runStart),
         invariants,
-        outboxService: targets.outboxService,
+        ...(targets.orderFlow === undefined ? {} : { outboxService: targets.orderFlow.outboxService }),
+        orderFlow: orderFlow !== undefined,
       });
       const files = await writeReport(reportDir, report);
-      opts.out(renderSummary(report, files, traffic));
+      opts.out(renderSummary(report, files, orderFlow?.summaryLines() ?? []));
       return {
         report,
         files,
@@ -725,7 +710,9 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       };
     } finally {
       status.stop();
-      await traffic?.stop();
+      declaredTraffic.abort();
+      await declaredTrafficDone;
+      await flow?.stop();
       await sampler?.stop();
       sqs.destroy();
       ssm.destroy();
@@ -750,11 +737,25 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   }
 }
 
+/** What a declared provider's fake saw. */
+function declaredProviderTotals(platform: LocalPlatform, provider: string): ProviderTotals {
+  const fake = platform.providers.declared.get(providerVariable(provider));
+  return { requests: fake?.requestCount() ?? 0, effects: fake?.ledger().length ?? 0 };
+}
+
+/** The live status's traffic line for the app's own job types. */
+function declaredStatusLine(sent: number, platform: LocalPlatform, providers: readonly string[]): string {
+  return [
+    `jobs sent ${sent}`,
+    ...providers.map((name) => `${name} effects ${declaredProviderTotals(platform, name).effects}`),
+  ].join(' · ');
+}
+
 /** Waits until every queue is empty and nothing is in flight, and the streams are idle, for QUIET_SAMPLES samples. */
 async function drain(
   platform: LocalPlatform,
   sampler: PipelineSampler,
-  targets: Targets,
+  targets: ScenarioTargets,
   /** Re-read on every sample: a process that dies while draining moves it. */
   deadline: () => number,
   signal: AbortSignal,
@@ -799,13 +800,6 @@ function alarmSection(platform: LocalPlatform, runStart: number): AlarmSection {
   };
 }
 
-function trafficLine(traffic: TrafficGenerator, platform: LocalPlatform): string {
-  const s = traffic.stats;
-  const hits = s.readsByCache.hit ?? 0;
-  const ratio = s.reads === 0 ? '-' : `${Math.round((hits / s.reads) * 100)}%`;
-  return `orders ${s.ordersCreated} · payments accepted ${s.paymentsAccepted} · reads ${s.reads} (hit ${ratio}) · charges ${platform.providers.payment.ledger().length} · messages ${platform.providers.messaging.ledger().length}`;
-}
-
 function deadLetterLine(entries: readonly DlqEntry[]): string {
   if (entries.length === 0) return 'none';
   const counts = new Map<string, number>();
@@ -818,7 +812,8 @@ function deadLetterLine(entries: readonly DlqEntry[]): string {
 export function renderSummary(
   report: ScenarioReport,
   files: WrittenReport,
-  traffic?: TrafficGenerator,
+  /** Lines about the traffic (the order flow's: payments the API never accepted). */
+  trafficLines: readonly string[] = [],
 ): string {
   const lines: string[] = [
     '',
@@ -839,21 +834,25 @@ export function renderSummary(
       `  ${j.jobType.padEnd(18)} in ${j.in}, succeeded ${j.succeeded}, duplicates ${j.duplicatesIgnored}, DLQ ${j.deadLettered}, retried ${j.retried}, deferred ${j.deferred}, left ${j.leftInQueue}`,
     );
   }
+  const dup = report.duplicatesPrevented;
   lines.push(
-    `Duplicates prevented: ${report.duplicatesPrevented.total} (ingress ${report.duplicatesPrevented.ingressRepeats} + ${report.duplicatesPrevented.ingressInFlight} in flight, consumers ${report.duplicatesPrevented.consumerDuplicatesIgnored}, outbox ${report.duplicatesPrevented.outboxDuplicates})`,
+    report.orderFlow
+      ? `Duplicates prevented: ${dup.total} (ingress ${dup.ingressRepeats} + ${dup.ingressInFlight} in flight, consumers ${dup.consumerDuplicatesIgnored}, outbox ${dup.outboxDuplicates})`
+      : `Duplicates prevented: ${dup.total} (consumers ${dup.consumerDuplicatesIgnored})`,
     `Dead letters: ${deadLetterLine(report.dlq.flatMap((d) => d.entries))}`,
-    `Cache hit ratio: ${report.cache.hitRatio === null ? 'no reads' : `${(report.cache.hitRatio * 100).toFixed(1)}%`} (${report.cache.hits} hits, ${report.cache.misses} misses, ${report.cache.bypasses} bypasses)`,
+    ...(report.orderFlow
+      ? [
+          `Cache hit ratio: ${report.cache.hitRatio === null ? 'no reads' : `${(report.cache.hitRatio * 100).toFixed(1)}%`} (${report.cache.hits} hits, ${report.cache.misses} misses, ${report.cache.bypasses} bypasses)`,
+        ]
+      : []),
     `Alarms: ${report.alarms.timeline.length} transitions; in ALARM at the end: ${
       report.alarms.final
         .filter((a) => a.state.startsWith('ALARM'))
         .map((a) => a.alarm)
         .join(', ') || 'none'
     }`,
+    ...trafficLines,
   );
-  if (traffic !== undefined && traffic.stats.paymentsAbandoned > 0)
-    lines.push(
-      `Payments the API never accepted (not expected to be PAID): ${traffic.stats.paymentsAbandoned}`,
-    );
   lines.push(
     `Timings: provision ${(report.timings.provisionMs / 1000).toFixed(1)} s, traffic ${(report.timings.runMs / 1000).toFixed(1)} s, drain ${(report.timings.drainMs / 1000).toFixed(1)} s, collect ${(report.timings.collectMs / 1000).toFixed(1)} s`,
     `Report: ${files.html}`,
