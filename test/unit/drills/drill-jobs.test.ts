@@ -1,19 +1,19 @@
-import { loadPipelineConfig, type PipelineConfig } from '../../../lib/config';
+import { loadPipelineConfig, type PipelineConfig, type PipelineInput } from '../../../lib/config';
 import type { DrillContext } from '../../../lib/drills/drill';
 import { declaredDrillJobType } from '../../../lib/drills/drill-jobs';
 import { drillInfo } from '../../../lib/ops/drills/catalog';
 import { referencePipeline } from '../../../examples/reference/pipeline';
 
 const reference = referencePipeline('unit', 'eu-west-1');
-const invoice = {
+const invoice: PipelineInput['jobTypes'][number] = {
   ...reference.jobTypes[1]!,
   name: 'invoice.issue',
   consumer: 'invoice-consumer',
   usefulAgeSeconds: undefined,
-  criticality: 'critical' as const,
+  criticality: 'critical',
   entry: 'jobs/invoice-issue.ts',
   resources: {
-    tables: { idempotency: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] as const },
+    tables: { idempotency: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] },
     providers: ['invoicing'],
   },
   runbook: 'invoice-issue',
