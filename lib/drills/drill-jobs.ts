@@ -8,7 +8,8 @@
  * scenario and the chaos suite judge them).
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import type { ResolvedJobType } from '../config';
+import { providerVariable, type ResolvedJobType } from '../config';
+import type { FakeProvider } from '../local/fake-provider';
 import {
   declaredJobFacts,
   declaredJobMessage,
@@ -36,6 +37,8 @@ import {
 /** Jobs a drill sends through one job type's consumer, and how it judges them. */
 export interface DrillJobs {
   readonly target: JobTarget;
+  /** The local fakes of the providers the jobs call (a retry storm takes them down). */
+  readonly providers: readonly FakeProvider[];
   /** Sends `count` more jobs. */
   send(count: number): Promise<void>;
   /** How many of the jobs sent are done. */
@@ -82,6 +85,7 @@ export function orderNotifications(ctx: DrillContext): DrillJobs {
   const orders: PlacedOrder[] = [];
   return {
     target,
+    providers: [ctx.platform.providers.messaging],
     async send(count) {
       orders.push(...(await placePaidOrders(ctx, count)));
     },
@@ -101,6 +105,7 @@ export function orderNotifications(ctx: DrillContext): DrillJobs {
 /** Jobs of a declared job type, made from its `samplePayload`. */
 export class DeclaredDrillJobs implements DrillJobs {
   public readonly target: JobTarget;
+  public readonly providers: readonly FakeProvider[];
   private readonly sent: DeclaredJob[] = [];
 
   public constructor(
@@ -108,6 +113,11 @@ export class DeclaredDrillJobs implements DrillJobs {
     public readonly jobType: ResolvedJobType,
   ) {
     this.target = jobTarget(ctx, jobType.name);
+    this.providers = jobType.resources.providers.map((name) => {
+      const fake = ctx.platform.providers.declared.get(providerVariable(name));
+      if (fake === undefined) throw new Error(`no local fake for provider ${name} of ${jobType.name}`);
+      return fake;
+    });
   }
 
   /** The ids of the drill's `n`-th job of this job type (its key is unique to the drill's run). */

@@ -3,22 +3,19 @@
  * flag written straight into SSM (by a teammate or an automation) is not enforced: the consumer
  * keeps running while its flag says paused. `tenang status` shows the drift; `tenang pause` and
  * `tenang resume` apply the mapping state themselves, so they work without the reconciler.
+ * Any job type: the notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
  */
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillCheck, DrillContext } from './drill';
-import {
-  consumerStatus,
-  jobTarget,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  untilNotifiedAndDrained,
-} from './support';
+import { drillJobs, orderNotifications } from './drill-jobs';
+import { consumerStatus } from './support';
+
+const info = drillInfo('flag-reconciler');
 
 export const flagReconciler: Drill = {
-  ...drillInfo('flag-reconciler'),
+  ...info,
   async run(ctx) {
     try {
       return await drill(ctx);
@@ -29,9 +26,10 @@ export const flagReconciler: Drill = {
 };
 
 async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
-  const notifications = jobTarget(ctx, 'notification.send');
-  const job = ctx.config.jobTypes.find((j) => j.name === 'notification.send');
-  if (job === undefined) throw new Error('no notification.send job type');
+  const jobs = drillJobs(ctx, info, orderNotifications);
+  const notifications = jobs.target;
+  const job = ctx.config.jobTypes.find((j) => j.name === notifications.jobType);
+  if (job === undefined) throw new Error(`no ${notifications.jobType} job type`);
   ctx.platform.suspendReconciler(true);
   const ssm = new SSMClient({ endpoint: ctx.platform.env.endpoint, region: ctx.platform.env.region });
   try {
@@ -63,11 +61,11 @@ async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
     '30m',
   ]);
   const enforced = await consumerStatus(ctx, notifications.consumer);
-  const orders = await placePaidOrders(ctx, 2);
+  await jobs.send(2);
   // Recover: the reconciler is fixed; resume and watch the work done once.
   ctx.platform.suspendReconciler(false);
   const resumed = await ctx.tenang(['resume', notifications.consumer]);
-  await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
+  await jobs.untilDone();
   const after = await consumerStatus(ctx, notifications.consumer);
   return [
     ctx.check(
@@ -85,13 +83,6 @@ async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
       resumed.code === 0 && !after.paused && after.mappingState === 'Enabled' && !after.drift,
       `resume exited ${resumed.code}; mapping ${after.mappingState}, drift=${after.drift}`,
     ),
-    ...oncePerOrderChecks(
-      ctx,
-      orders,
-      await orderStates(
-        ctx,
-        orders.map((o) => o.orderId),
-      ),
-    ),
+    ...(await jobs.checks()),
   ];
 }

@@ -36,7 +36,8 @@ const DRILL_HOLD_BASE_SECONDS = 20;
 /** The deployed name of `table` as `functionName`'s environment holds it (`<NAME>_TABLE`). */
 function deployedTableName(ctx: DrillContext, functionName: string, table: string): string {
   const name = ctx.platform.deployment.functions.get(functionName)?.environment[tableVariable(table)];
-  if (name === undefined || name === '') throw new Error(`deployed function ${functionName} has no ${tableVariable(table)}`);
+  if (name === undefined || name === '')
+    throw new Error(`deployed function ${functionName} has no ${tableVariable(table)}`);
   return name;
 }
 

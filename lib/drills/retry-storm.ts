@@ -1,32 +1,41 @@
 /**
- * Retry storm (runbooks/retry-storm.md): the messaging provider is down, so every notification
- * fails and comes back after its backoff. The runbook pauses the sheddable consumer instead of
- * letting it hammer the provider, and resumes it once the provider is back.
+ * Retry storm (runbooks/retry-storm.md): the provider a consumer calls is down, so every job fails
+ * and comes back after its backoff. The runbook pauses the consumer instead of letting it hammer
+ * the provider, and resumes it once the provider is back. Any job type that calls a provider: the
+ * notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
  */
+import type { FakeProvider } from '../local/fake-provider';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import {
-  consumerStatus,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  queueDepth,
-  jobTarget,
-  untilNotifiedAndDrained,
-} from './support';
+import { drillJobs, orderNotifications } from './drill-jobs';
+import { consumerStatus, queueDepth } from './support';
+
+const info = drillInfo('retry-storm');
+
+/** Requests the providers received so far, all together. */
+const requestsOf = (providers: readonly FakeProvider[]): number =>
+  providers.reduce((n, p) => n + p.requestCount(), 0);
 
 export const retryStorm: Drill = {
-  ...drillInfo('retry-storm'),
+  ...info,
   async run(ctx) {
-    const messaging = ctx.platform.providers.messaging;
-    const notifications = jobTarget(ctx, 'notification.send');
-    // Incident: the provider is down; paid orders keep producing notifications that fail.
-    messaging.set({ outage: true });
-    const before = messaging.requestCount();
-    const orders = await placePaidOrders(ctx, 3);
+    const jobs = drillJobs(ctx, info, orderNotifications);
+    const notifications = jobs.target;
+    const { providers } = jobs;
+    if (providers.length === 0)
+      throw new Error(
+        `drill retry-storm needs a job type that calls a provider; ${notifications.jobType} calls none`,
+      );
+    const sent = 3;
+    // What an earlier incident left in the DLQ is not this drill's.
+    const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    // Incident: the provider is down; jobs keep arriving and fail against it.
+    for (const p of providers) p.set({ outage: true });
+    const before = requestsOf(providers);
+    await jobs.send(sent);
     await ctx.until(
-      () => Promise.resolve(messaging.requestCount() - before >= orders.length ? true : undefined),
-      'the notification consumer to fail against the provider',
+      () => Promise.resolve(requestsOf(providers) - before >= sent ? true : undefined),
+      `the ${notifications.consumer} to fail against the provider`,
     );
 
     // Detect, then contain: pause the sheddable consumer (its pause cost is late e-mails).
@@ -35,22 +44,22 @@ export const retryStorm: Drill = {
       'pause',
       notifications.consumer,
       '--reason',
-      'messaging provider outage (drill)',
+      'provider outage (drill)',
       '--for',
       '30m',
     ]);
     // `tenang pause` returns once the mapping is Disabled (a batch already running finished); the
     // wait covers a reply still on its way from the provider.
     await new Promise((r) => setTimeout(r, 2_000));
-    const requestsWhenPaused = messaging.requestCount();
+    const requestsWhenPaused = requestsOf(providers);
     // Let the backoff of every failed message run out while paused: nothing reaches the provider.
     await new Promise((r) => setTimeout(r, 12_000));
-    const requestsWhilePaused = messaging.requestCount() - requestsWhenPaused;
+    const requestsWhilePaused = requestsOf(providers) - requestsWhenPaused;
 
     // The provider recovers; return to normal.
-    messaging.set({ outage: false });
+    for (const p of providers) p.set({ outage: false });
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
-    await untilNotifiedAndDrained(ctx, orders, notifications.queueUrl);
+    await jobs.untilDone();
     const after = await consumerStatus(ctx, notifications.consumer);
     const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
     return [
@@ -68,17 +77,10 @@ export const retryStorm: Drill = {
       ),
       ctx.check(
         'nothing dead-lettered',
-        dlq.visible + dlq.inFlight === 0,
-        `DLQ holds ${dlq.visible + dlq.inFlight}`,
+        dlq.visible + dlq.inFlight === dlqBefore.visible + dlqBefore.inFlight,
+        `DLQ holds ${dlq.visible + dlq.inFlight} (held ${dlqBefore.visible + dlqBefore.inFlight} before)`,
       ),
-      ...oncePerOrderChecks(
-        ctx,
-        orders,
-        await orderStates(
-          ctx,
-          orders.map((o) => o.orderId),
-        ),
-      ),
+      ...(await jobs.checks()),
     ];
   },
 };

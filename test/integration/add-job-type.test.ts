@@ -23,6 +23,8 @@ import { runCaptured } from '../../bin/tenang';
 import { makeEnvelope } from '../../lib/core/envelope';
 import { renderDrillResult, runDrill } from '../../lib/drills/drill';
 import { dlqNotEmpty } from '../../lib/drills/dlq-not-empty';
+import { flagReconciler } from '../../lib/drills/flag-reconciler';
+import { retryStorm } from '../../lib/drills/retry-storm';
 import type { FakeProvider } from '../../lib/local/fake-provider';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { pollUntil } from '../../lib/local/poll';
@@ -346,4 +348,31 @@ describe('Adding a job type: its module and its config entry, nothing else', () 
       expect.arrayContaining(['exhausted invoice.issue done once', 'done invoice.issue not repeated']),
     );
   });
+  it.each([
+    ['retry-storm', retryStorm, 'no provider calls while paused'],
+    ['flag-reconciler', flagReconciler, 'pause enforced without the reconciler'],
+  ] as const)(
+    'when the %s drill runs on it (--job-type), its runbook holds for the new job type and every job is done once',
+    async (_name, drill, check) => {
+      // Act
+      const result = await runDrill(drill, {
+        platform,
+        jobType: 'invoice.issue',
+        cli: (argv, env) => {
+          const fromStack = { ...env };
+          delete fromStack.TENANG_PIPELINE;
+          return runCaptured(argv, { env: fromStack });
+        },
+      });
+
+      // Assess
+      if (!result.passed) throw new Error(renderDrillResult(result));
+      expect(result.steps.map((s) => s.argv.slice(0, 2).join(' '))).toEqual(
+        expect.arrayContaining(['pause invoice-consumer', 'resume invoice-consumer']),
+      );
+      expect(result.checks.map((c) => c.name)).toEqual(
+        expect.arrayContaining([check, 'every invoice.issue job done once']),
+      );
+    },
+  );
 });

@@ -28,20 +28,21 @@ export const DRILL_CATALOG = [
   {
     name: 'retry-storm',
     runbook: 'retry-storm',
-    incident: 'the messaging provider answers 503 to every request while orders keep being paid',
+    incident: 'the provider a consumer calls answers 503 to every request while jobs keep arriving',
     consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
+    jobType: 'notification.send',
   },
   {
     name: 'backlog',
     runbook: 'backlog',
-    incident: 'the notification consumer is paused for maintenance while paid orders keep arriving',
+    incident: 'a consumer is paused for maintenance while its jobs keep arriving',
     consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
     jobType: 'notification.send',
   },
   {
     name: 'dlq-not-empty',
     runbook: 'dlq-not-empty',
-    incident: 'the payments DLQ holds a poison message, an exhausted capture and a capture already done',
+    incident: 'a DLQ holds a poison message, an exhausted job and a job already done',
     consumers: ['payment-consumer'],
     jobType: 'payment.capture',
   },
@@ -67,7 +68,7 @@ export const DRILL_CATALOG = [
   {
     name: 'pause-overdue',
     runbook: 'pause-overdue',
-    incident: 'a short pause of the notification consumer was forgotten and has expired',
+    incident: 'a short pause of a consumer was forgotten and has expired',
     consumers: ['notification-consumer'],
     jobType: 'notification.send',
   },
@@ -76,6 +77,7 @@ export const DRILL_CATALOG = [
     runbook: 'flag-reconciler',
     incident: 'the flag reconciler stops running while a pause flag is set directly in SSM',
     consumers: ['flag-reconciler', 'notification-consumer'],
+    jobType: 'notification.send',
   },
   {
     name: 'stale-cache',
