@@ -95,9 +95,18 @@ export default tseslint.config(
   },
   // Flat config blocks replace each other's rule for the same file: every block composes its
   // whole list (restrictImports), the more specific blocks come later.
-  { files: ['lib/**/*.ts', 'lambdas/**/*.ts', 'bin/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test) },
-  { files: ['lambdas/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, REFERENCE_FROM_LAMBDAS) },
-  { files: ['lib/config/**/*.ts'], rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE) },
+  {
+    files: ['lib/**/*.ts', 'lambdas/**/*.ts', 'bin/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test),
+  },
+  {
+    files: ['lambdas/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, REFERENCE_FROM_LAMBDAS),
+  },
+  {
+    files: ['lib/config/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE),
+  },
   {
     files: ['lib/ops/**/*.ts'],
     rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, LAYER.local, ...REFERENCE),

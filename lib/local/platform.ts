@@ -532,12 +532,17 @@ export class LocalPlatform {
         `cannot withhold ${action} from ${functionName}: IAM is not enforced on this platform (${IAM_SWITCH_VARIABLE}=off)`,
       );
     const { accountId, region } = this.iam.policies;
-    this.iam.withhold(this.roleArnOf(functionName), action, `arn:aws:dynamodb:${region}:${accountId}:table/${tableName}`);
+    this.iam.withhold(
+      this.roleArnOf(functionName),
+      action,
+      `arn:aws:dynamodb:${region}:${accountId}:table/${tableName}`,
+    );
   }
 
   private roleArnOf(functionName: string): string {
     const roleArn = this.deployment.functions.get(functionName)?.roleArn;
-    if (roleArn === undefined || roleArn === '') throw new Error(`deployed function ${functionName} has no role`);
+    if (roleArn === undefined || roleArn === '')
+      throw new Error(`deployed function ${functionName} has no role`);
     return roleArn;
   }
 

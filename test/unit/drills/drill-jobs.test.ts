@@ -19,7 +19,10 @@ const invoice: PipelineInput['jobTypes'][number] = {
   runbook: 'invoice-issue',
   samplePayload: { invoiceId: 'inv-1', amountMinor: 100 },
 };
-const stage = { ...reference.stage, providers: { ...reference.stage.providers, invoicing: 'https://inv.test' } };
+const stage = {
+  ...reference.stage,
+  providers: { ...reference.stage.providers, invoicing: 'https://inv.test' },
+};
 /** The reference plus invoice.issue. */
 const withInvoices = loadPipelineConfig({ ...reference, stage, jobTypes: [...reference.jobTypes, invoice] });
 /** An app of its own: invoice.issue only, none of the reference's job types. */
