@@ -17,7 +17,12 @@ import { LocalPlatform } from '../../lib/local/platform';
 import { freePort } from '../../lib/local/ports';
 import { queueCounts } from '../../lib/adapters/aws/queue-counts';
 import type { AlarmState } from '../../lib/local/alarms/state';
-import { withDrillContext, type CliAnswer, type DrillContext, type RunDrillOptions } from '../../lib/drills/drill';
+import {
+  withDrillContext,
+  type CliAnswer,
+  type DrillContext,
+  type RunDrillOptions,
+} from '../../lib/drills/drill';
 import {
   createOrder,
   jobTarget,

@@ -14,7 +14,11 @@ import { notificationKey } from '../../lib/reference/notification';
 import { paymentCaptureKey } from '../../lib/reference/payment';
 import type { LockTrace } from '../faults/fault-injection';
 import type { DlqEntry } from '../../lib/local/report-model';
-import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from '../../lib/local/scenario-declared-jobs';
+import {
+  judgeDeclaredJob,
+  type DeclaredJobFact,
+  type ProviderCall,
+} from '../../lib/local/scenario-declared-jobs';
 import {
   everyDeclaredJobDone,
   PAID_STATES,

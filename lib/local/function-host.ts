@@ -135,11 +135,7 @@ export class FunctionHost {
     return this.idle.splice(index, 1)[0];
   }
 
-  private spawn(
-    crashSpec: string,
-    extra: Readonly<Record<string, string>>,
-    injectionKey: string,
-  ): Instance {
+  private spawn(crashSpec: string, extra: Readonly<Record<string, string>>, injectionKey: string): Instance {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       ...this.spec.environment,

@@ -13,12 +13,7 @@ import { LocalEnvError } from './errors';
 import { localAppDirectory } from './project';
 import { ProvisionError } from './provision';
 import { ScenarioOptionsError } from './scenario';
-import {
-  printDeployment,
-  renderOperatorEnvironment,
-  startLocalPipeline,
-  upLocalPipeline,
-} from './start';
+import { printDeployment, renderOperatorEnvironment, startLocalPipeline, upLocalPipeline } from './start';
 
 /** What a run needs of its process: output, progress, the signals and the way out. */
 export interface LocalRunIo {

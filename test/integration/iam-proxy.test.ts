@@ -7,7 +7,8 @@
 import {
   CreateTableCommand,
   DeleteTableCommand,
-  GetItemCommand, PutItemCommand,
+  GetItemCommand,
+  PutItemCommand,
   DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { CreateTopicCommand, DeleteTopicCommand, PublishCommand, SNSClient } from '@aws-sdk/client-sns';
@@ -232,9 +233,9 @@ describe('IAM proxy (moto + real SDK clients)', () => {
     expect(denied?.message).toContain('because no identity-based policy allows the dynamodb:GetItem action');
     expect(lines).toEqual([`[iam] denied worker-role dynamodb:GetItem ${tableArn}`]);
     expect(restored).toBeUndefined();
-    expect(() => authorizer.withhold('arn:aws:iam::000000000000:role/none', 'dynamodb:GetItem', tableArn)).toThrow(
-      'no deployed role',
-    );
+    expect(() =>
+      authorizer.withhold('arn:aws:iam::000000000000:role/none', 'dynamodb:GetItem', tableArn),
+    ).toThrow('no deployed role');
     client.destroy();
   });
 

@@ -315,7 +315,18 @@ describe('the tenang package', () => {
     };
     sh(
       'npx',
-      ['--yes', '--prefer-offline', '--package', tarball, 'tenang', 'init', 'my-app', '--tenang-spec', tarball, '--yes'],
+      [
+        '--yes',
+        '--prefer-offline',
+        '--package',
+        tarball,
+        'tenang',
+        'init',
+        'my-app',
+        '--tenang-spec',
+        tarball,
+        '--yes',
+      ],
       work,
       env,
     );
@@ -382,14 +393,16 @@ describe('the tenang package', () => {
     // Assess
     expect(runbooks).toContain('runbooks/invoice-issue.md');
     expect(fs.existsSync(path.join(app, 'runbooks', 'invoice-issue.md'))).toBe(true);
-    const report = JSON.parse(fs.readFileSync(path.join(app, 'cdk.out', 'validation-report.json'), 'utf8')) as {
+    const report = JSON.parse(
+      fs.readFileSync(path.join(app, 'cdk.out', 'validation-report.json'), 'utf8'),
+    ) as {
       pluginReports: { violations: unknown[] }[];
     };
     expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([]);
     expect(audit.items.filter((i) => i.status === 'fail')).toEqual([]);
-    expect(audit.items.filter((i) => ['P1', 'P2'].some((p) => i.ruleId.includes(p))).map((i) => i.status)).toEqual(
-      expect.arrayContaining(['pass']),
-    );
+    expect(
+      audit.items.filter((i) => ['P1', 'P2'].some((p) => i.ruleId.includes(p))).map((i) => i.status),
+    ).toEqual(expect.arrayContaining(['pass']));
     expect(local).toContain('Scenario smoke: ALL INVARIANTS HOLD');
     for (const jobType of ['report.generate', 'invoice.issue']) expect(local).toContain(jobType);
     expect(drill).toMatch(/dlq-not-empty[\s\S]*passed/i);

@@ -39,11 +39,7 @@ import 'aws-sdk-client-mock-jest';
 import { run } from '../../../bin/tenang';
 import { auditFailed, type ChecklistItem } from '../../../lib/audit/checklist';
 import { LiveCoverageMissingError, auditLive, liveCoverage } from '../../../lib/audit/live-audit';
-import {
-  LiveStackNotFoundError,
-  readLiveStack,
-  type LiveAuditClients,
-} from '../../../lib/audit/live-reader';
+import { LiveStackNotFoundError, readLiveStack, type LiveAuditClients } from '../../../lib/audit/live-reader';
 import { TEMPLATE_RULES, ruleId } from '../../../lib/audit/rules';
 
 const REGION = 'eu-west-1';

@@ -36,11 +36,7 @@ import {
   writeUnits,
   type Item,
 } from '../../../harness/aws/capacity';
-import {
-  countSdkCalls,
-  recordDynamoDbCapacity,
-  recordSqsRequests,
-} from '../../../harness/aws/call-counter';
+import { countSdkCalls, recordDynamoDbCapacity, recordSqsRequests } from '../../../harness/aws/call-counter';
 
 const KB = 1024;
 
