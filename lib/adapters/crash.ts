@@ -8,6 +8,8 @@
 
 /** Named points where a job can be made to crash. */
 export type CrashPoint =
+  /** The runner, for every job type: the job's own code is about to run (nothing of it done yet). */
+  | 'before-run'
   | 'before-side-effect'
   | 'after-side-effect'
   | 'after-commit'

@@ -315,6 +315,8 @@ export function createJobHandler<P, S>(
   let transactional: TransactionalDynamoDBPersistenceLayer | undefined;
 
   const runOnce = async (job: JobEnvelope, ctx: JobContext): Promise<JobOutcome> => {
+    // Every job type's point before its own code (a stuck-jobs drill hangs any job type here).
+    crash('before-run');
     const answer = await definition.run(job.payload as P, {
       job: job as JobEnvelope<P>,
       attempt: ctx.attempt,

@@ -1,32 +1,30 @@
 /**
- * Permission denied (runbooks/permission-denied.md): a deploy leaves the notification consumer
- * without its grant on the dedup table, so every notification it receives is denied. The runner
- * holds each one (never dead-letters it) and pages; the runbook pauses the consumer so the held
- * jobs stop spending receives, "deploys the fix", resumes, and the held jobs come back when their
- * holds end and are sent once each.
+ * Permission denied (runbooks/permission-denied.md): a deploy leaves a consumer without its grant
+ * on one of its tables, so every job it receives is denied. The runner holds each one (never
+ * dead-letters it) and pages; the runbook pauses the consumer so the held jobs stop spending
+ * receives, "deploys the fix", resumes, and the held jobs come back when their holds end and are
+ * done once each. Any job type with a table grant: the notification consumer (its dedup table) by
+ * default, `--job-type` a declared one (its own table, else tenang's idempotency table).
  *
- * The missing grant is played by the platform's IAM enforcement: the consumer's role loses the
- * first write its declaration grants on the dedup table (LocalPlatform.withholdTableGrant), so
- * DynamoDB's own AccessDeniedException comes back from the emulator's IAM, with AWS's message.
- * Restoring the grant is the fixed deploy.
+ * The missing grant is played by the platform's IAM enforcement: the consumer's role loses every
+ * action its declaration grants on that table (LocalPlatform.withholdTableGrant), so DynamoDB's
+ * own AccessDeniedException comes back from the emulator's IAM, with AWS's message. Restoring the
+ * grants is the fixed deploy.
  */
 import { PERMISSION_HOLD_BASE_VARIABLE } from '../adapters/aws/sqs-job-runner';
 import { IDEMPOTENCY_TABLE, tableVariable } from '../config';
+import type { FakeProvider } from '../local/fake-provider';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillContext } from './drill';
-import {
-  consumerStatus,
-  jobTarget,
-  ledgerEntriesFor,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  queueDepth,
-  untilOncePerOrder,
-} from './support';
+import { drillJobs, orderNotifications } from './drill-jobs';
+import { consumerStatus, queueDepth } from './support';
 
-/** Slack past the longest first hold for the returned jobs to be received and sent. */
-const RETURN_SLACK_MS = 60_000;
+const info = drillInfo('permission-denied');
+
+/** Requests the providers received so far, all together. */
+const requestsOf = (providers: readonly FakeProvider[]): number =>
+  providers.reduce((n, p) => n + p.requestCount(), 0);
+
 /**
  * The first hold's ceiling in the drill: AWS's 300 s compressed to 20 s (the platform's time
  * compression, as smoke scenarios shorten alarm periods), so the drill waits seconds, not minutes.
@@ -42,43 +40,41 @@ function deployedTableName(ctx: DrillContext, functionName: string, table: strin
 }
 
 export const permissionDenied: Drill = {
-  ...drillInfo('permission-denied'),
+  ...info,
   async run(ctx) {
-    const notifications = jobTarget(ctx, 'notification.send');
-    const messaging = ctx.platform.providers.messaging;
+    const jobs = drillJobs(ctx, info, orderNotifications);
+    const notifications = jobs.target;
     const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
 
-    // Incident: the consumer's role lost its grant on the dedup table.
+    // Incident: the consumer's role lost its grants on one of its tables.
     const job = ctx.config.jobTypes.find((j) => j.name === notifications.jobType);
     // A table of the job's own before tenang's idempotency table, which every idempotent job has.
     const grants = Object.entries(job?.resources.tables ?? {}).sort(
       ([a], [b]) => Number(a === IDEMPOTENCY_TABLE.name) - Number(b === IDEMPOTENCY_TABLE.name),
     );
     const [table, actions] = grants[0] ?? [];
-    const action = actions?.[0];
-    if (table === undefined || action === undefined)
-      throw new Error(`${notifications.jobType} declares no table grant for the drill to withhold`);
+    if (table === undefined || actions === undefined || actions.length === 0)
+      throw new Error(
+        `drill permission-denied needs a job type with a table grant; ${notifications.jobType} declares none`,
+      );
     ctx.platform.setInstanceEnvironment(notifications.functionName, {
       [PERMISSION_HOLD_BASE_VARIABLE]: String(DRILL_HOLD_BASE_SECONDS),
     });
-    ctx.platform.withholdTableGrant(
-      notifications.functionName,
-      `dynamodb:${action}`,
-      deployedTableName(ctx, notifications.functionName, table),
-    );
-    const sentBefore = messaging.requestCount();
-    const orders = await placePaidOrders(ctx, 3);
+    const tableName = deployedTableName(ctx, notifications.functionName, table);
+    for (const action of actions)
+      ctx.platform.withholdTableGrant(notifications.functionName, `dynamodb:${action}`, tableName);
+    const sentBefore = requestsOf(jobs.providers);
+    const sent = 3;
+    await jobs.send(sent);
     // Every notification is received, denied and held out of the queue: in flight, not visible.
     const held = await ctx.until(
       async () => {
         const d = await queueDepth(ctx.sqs, notifications.queueUrl);
-        return d.inFlight >= orders.length && d.visible === 0 ? d : undefined;
+        return d.inFlight >= sent && d.visible === 0 ? d : undefined;
       },
-      'the denied notifications to be held in flight',
+      'the denied jobs to be held in flight',
       90_000,
     );
-    // Every hold began by now: each ends within the first hold's ceiling from here.
-    const heldBy = Date.now();
 
     // Detect, then contain: pause, so the held jobs spend no more receives.
     const detected = await consumerStatus(ctx, notifications.consumer);
@@ -86,29 +82,19 @@ export const permissionDenied: Drill = {
       'pause',
       notifications.consumer,
       '--reason',
-      'dedup table grant missing since the last deploy (drill)',
+      `${table} table grant missing since the last deploy (drill)`,
       '--for',
       '30m',
     ]);
     const dlqWhileDenied = await queueDepth(ctx.sqs, notifications.dlqUrl);
-    const sentWhileDenied = messaging.requestCount() - sentBefore;
+    const sentWhileDenied = requestsOf(jobs.providers) - sentBefore;
 
     // The fixed grant is deployed (cdk deploy); then return to normal.
     ctx.platform.restoreGrants(notifications.functionName);
     const resumed = await ctx.tenang(['resume', notifications.consumer]);
-    // A held job returns when its hold ends: at most the first hold's ceiling after it was held.
-    const deadline = heldBy + DRILL_HOLD_BASE_SECONDS * 1_000 + RETURN_SLACK_MS - Date.now();
-    await untilOncePerOrder(
-      ctx,
-      orders,
-      (id) => ledgerEntriesFor(ctx, 'messaging', id),
-      'every held notification to return and be sent',
-      Math.max(deadline, RETURN_SLACK_MS),
-    );
-    await ctx.until(async () => {
-      const d = await queueDepth(ctx.sqs, notifications.queueUrl);
-      return d.visible + d.inFlight === 0 ? true : undefined;
-    }, 'the notification queue to drain');
+    // A held job returns when its hold ends, at most DRILL_HOLD_BASE_SECONDS after it was held:
+    // the wait for every job done (90 s) covers that and the receive and run after it.
+    await jobs.untilDone();
     ctx.platform.setInstanceEnvironment(notifications.functionName, {});
     const after = await consumerStatus(ctx, notifications.consumer);
     const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
@@ -116,17 +102,17 @@ export const permissionDenied: Drill = {
     return [
       ctx.check(
         'denied jobs held, not dead-lettered',
-        held.inFlight >= orders.length && dlqCount(dlqWhileDenied) === dlqCount(dlqBefore),
+        held.inFlight >= sent && dlqCount(dlqWhileDenied) === dlqCount(dlqBefore),
         `${held.inFlight} in flight, ${held.visible} visible; DLQ ${dlqCount(dlqBefore)} before, ${dlqCount(dlqWhileDenied)} while denied`,
       ),
       ctx.check(
         'nothing sent while denied',
         sentWhileDenied === 0,
-        `${sentWhileDenied} request(s) reached the messaging provider while the grant was missing`,
+        `${sentWhileDenied} request(s) reached the job's providers while the grant was missing`,
       ),
       ctx.check(
         'in flight visible in status',
-        (detected.inFlight ?? 0) >= orders.length,
+        (detected.inFlight ?? 0) >= sent,
         `status at detection: in flight ${detected.inFlight ?? '-'}, depth ${detected.depth ?? '-'}`,
       ),
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
@@ -141,14 +127,7 @@ export const permissionDenied: Drill = {
         dlqCount(dlq) === dlqCount(dlqBefore),
         `DLQ held ${dlqCount(dlqBefore)} before the drill, ${dlqCount(dlq)} after`,
       ),
-      ...oncePerOrderChecks(
-        ctx,
-        orders,
-        await orderStates(
-          ctx,
-          orders.map((o) => o.orderId),
-        ),
-      ),
+      ...(await jobs.checks()),
     ];
   },
 };

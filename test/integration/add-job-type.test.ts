@@ -24,7 +24,9 @@ import { makeEnvelope } from '../../lib/core/envelope';
 import { renderDrillResult, runDrill } from '../../lib/drills/drill';
 import { dlqNotEmpty } from '../../lib/drills/dlq-not-empty';
 import { flagReconciler } from '../../lib/drills/flag-reconciler';
+import { permissionDenied } from '../../lib/drills/permission-denied';
 import { retryStorm } from '../../lib/drills/retry-storm';
+import { stuckJobs } from '../../lib/drills/stuck-jobs';
 import type { FakeProvider } from '../../lib/local/fake-provider';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { pollUntil } from '../../lib/local/poll';
@@ -349,11 +351,29 @@ describe('Adding a job type: its module and its config entry, nothing else', () 
     );
   });
   it.each([
-    ['retry-storm', retryStorm, 'no provider calls while paused'],
-    ['flag-reconciler', flagReconciler, 'pause enforced without the reconciler'],
+    [
+      'retry-storm',
+      retryStorm,
+      'no provider calls while paused',
+      ['pause invoice-consumer', 'resume invoice-consumer'],
+    ],
+    [
+      'flag-reconciler',
+      flagReconciler,
+      'pause enforced without the reconciler',
+      ['pause invoice-consumer', 'resume invoice-consumer'],
+    ],
+    [
+      'permission-denied',
+      permissionDenied,
+      'denied jobs held, not dead-lettered',
+      ['pause invoice-consumer', 'resume invoice-consumer'],
+    ],
+    // A critical consumer is not paused for one stuck job: the runbook reads status and waits.
+    ['stuck-jobs', stuckJobs, 'no effect while stuck', []],
   ] as const)(
     'when the %s drill runs on it (--job-type), its runbook holds for the new job type and every job is done once',
-    async (_name, drill, check) => {
+    async (_name, drill, check, steps) => {
       // Act
       const result = await runDrill(drill, {
         platform,
@@ -368,7 +388,7 @@ describe('Adding a job type: its module and its config entry, nothing else', () 
       // Assess
       if (!result.passed) throw new Error(renderDrillResult(result));
       expect(result.steps.map((s) => s.argv.slice(0, 2).join(' '))).toEqual(
-        expect.arrayContaining(['pause invoice-consumer', 'resume invoice-consumer']),
+        expect.arrayContaining([...steps]),
       );
       expect(result.checks.map((c) => c.name)).toEqual(
         expect.arrayContaining([check, 'every invoice.issue job done once']),

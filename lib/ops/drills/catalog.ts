@@ -55,8 +55,9 @@ export const DRILL_CATALOG = [
   {
     name: 'stuck-jobs',
     runbook: 'stuck-jobs',
-    incident: 'a payment capture hangs until its function times out',
+    incident: 'a job hangs until its function times out',
     consumers: ['payment-consumer'],
+    jobType: 'payment.capture',
   },
   {
     name: 'duplicates',
@@ -95,10 +96,10 @@ export const DRILL_CATALOG = [
   {
     name: 'permission-denied',
     runbook: 'permission-denied',
-    incident:
-      "a deploy drops the notification consumer's grant on the dedup table, so every notification is denied",
+    incident: "a deploy drops a consumer's grant on one of its tables, so every job it receives is denied",
     consumers: ['notification-consumer'],
-    // The held notifications return when their first hold ends: the drill compresses it to 20 s.
+    // The held jobs return when their first hold ends: the drill compresses it to 20 s.
+    jobType: 'notification.send',
   },
 ] as const satisfies readonly DrillInfo[];
 

@@ -146,7 +146,18 @@ describe('Function: auditDeclaredStacks', () => {
     const p2 = item(items, 'Tenang-P2-Drill');
     expect(p2).toMatchObject({ status: 'pass' });
     expect(p2.why).toContain(
-      'runbooks/invoice-issue.md is drilled by backlog --job-type invoice.issue, dlq-not-empty --job-type invoice.issue, pause-overdue --job-type invoice.issue',
+      'runbooks/invoice-issue.md is drilled by ' +
+        [
+          'retry-storm',
+          'backlog',
+          'dlq-not-empty',
+          'stuck-jobs',
+          'pause-overdue',
+          'flag-reconciler',
+          'permission-denied',
+        ]
+          .map((d) => `${d} --job-type invoice.issue`)
+          .join(', '),
     );
   });
 
