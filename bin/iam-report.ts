@@ -9,6 +9,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
+import { REFERENCE_GRANT_REASONS } from '../examples/reference/iam-grant-reasons';
 import { iamReport, iamReportMarkdown, type IamUsageFile } from '../lib/local/iam/usage';
 
 const root = path.join(__dirname, '..');
@@ -41,7 +42,8 @@ for (const f of files) {
     process.stderr.write(`iam-report: skipping ${f}: ${(error as Error).message}\n`);
   }
 }
-const report = iamReport(usage);
+// This repository's runs deploy the reference app: its own reasons come first.
+const report = iamReport(usage, REFERENCE_GRANT_REASONS);
 fs.mkdirSync(path.dirname(opts.out), { recursive: true });
 fs.writeFileSync(opts.out, iamReportMarkdown(report, new Date().toISOString().slice(0, 10)));
 const unexplained = report.unused.filter((u) => u.reason === undefined);

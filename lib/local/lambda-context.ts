@@ -2,7 +2,7 @@
 import type { Context } from 'aws-lambda';
 
 /** A Lambda context whose remaining time is fixed (Powertools idempotency bases its in-progress expiry on it). */
-export function lambdaContext(remainingMs = 30_000, functionName = 'payment-consumer-test'): Context {
+export function lambdaContext(remainingMs = 30_000, functionName = 'local-function'): Context {
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName,

@@ -29,8 +29,6 @@ const EXCEPTIONS: readonly (readonly [string, string])[] = [
   ['lib/local/scenario-invariants.ts', "the order flow's invariants beside the generic ones"],
   ['lib/local/scenario.ts', 'names the order flow it runs'],
   ['lib/local/start.ts', "local up stocks the reference's inventory table when there is one"],
-  ['lib/local/lambda-context.ts', "a test context's default function name"],
-  ['lib/local/iam/usage.ts', "the reasons of this repository's unused grants in the IAM report"],
   ['lib/drills/dlq-not-empty.ts', 'its reference default: the capture incident'],
   ['lib/drills/drill-jobs.ts', "the reference's traffic of the drills that take any job type"],
   ['lib/drills/duplicates.ts', 'a payment sent many times through the ingress'],

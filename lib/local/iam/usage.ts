@@ -68,24 +68,6 @@ export const UNUSED_GRANT_REASONS: readonly GrantReason[] = [
       "The Lambda service's DynamoDB stream mapping requires it (CDK's DynamoEventSource grants it on \"*\"); the local poller reads the deployed mapping's stream ARN directly.",
   },
   {
-    action: 'dynamodb:GetItem',
-    resource: '*:table/*-orders',
-    reason:
-      "The payment consumer reads the order when its conditional transition fails, to tell a concurrent update from an illegal one (DynamoDbOrderStore.rejection); the test runs' captures never lose that race.",
-  },
-  {
-    action: 'sqs:SendMessage',
-    resource: '*-notification-send',
-    reason:
-      "The notification consumer's deferrals (degrade mode, open circuit, rate limit) re-send the job with a delay; no test run defers one on the shared platforms, and test/integration/iam-mutation.test.ts shows what its absence does.",
-  },
-  {
-    action: 'dynamodb:DeleteItem',
-    resource: '*:table/*-dedup',
-    reason:
-      'Gives a dedup claim back when the send after it fails, so the retry can claim again (DynamoDbDedupStore.release); no send after a claim fails in the test runs of the outbox relay and ingress.',
-  },
-  {
     action: 'ssm:GetParameter',
     resource: '*:parameter/tenang/*/flags/degrade',
     reason:
@@ -204,7 +186,12 @@ export interface IamReport {
 }
 
 /** Computes the report; roles and grants come from the files themselves (the deployed stack). */
-export function iamReport(files: readonly IamUsageFile[]): IamReport {
+export function iamReport(
+  files: readonly IamUsageFile[],
+  /** An app's own reasons, looked up before tenang's (UNUSED_GRANT_REASONS). @default none */
+  appReasons: readonly GrantReason[] = [],
+): IamReport {
+  const reasons = [...appReasons, ...UNUSED_GRANT_REASONS];
   const roles = new Map<string, { name: string; policies: readonly NamedPolicy[] }>();
   for (const f of files) for (const [id, r] of Object.entries(f.roles)) if (!roles.has(id)) roles.set(id, r);
   const used = files.flatMap((f) => f.used);
@@ -246,7 +233,7 @@ export function iamReport(files: readonly IamUsageFile[]): IamReport {
                 statement: index,
                 action,
                 resource,
-                reason: reasonFor(action, UNUSED_GRANT_REASONS, resource),
+                reason: reasonFor(action, reasons, resource),
               });
           }
         }

@@ -70,6 +70,21 @@ describe('Function: iamReport', () => {
     expect(iamReport([run([byOther])]).roles[0]?.used).toBe(0);
   });
 
+  it("when the app gives its own reasons, an unused grant of its own carries the app's reason, looked up before tenang's", () => {
+    // Act
+    const report = iamReport(
+      [run([sendToQueue])],
+      [{ action: 'dynamodb:Scan', reason: 'the nightly export scans the table (the app says)' }],
+    );
+
+    // Assess
+    const scan = report.unused.find((u) => u.action === 'dynamodb:Scan');
+    expect(scan?.reason).toBe('the nightly export scans the table (the app says)');
+    expect(
+      iamReport([run([sendToQueue])]).unused.find((u) => u.action === 'dynamodb:Scan')?.reason,
+    ).toBeUndefined();
+  });
+
   it('when an unused grant or a Resource "*" has a written reason it carries it; otherwise the markdown asks to narrow it', () => {
     const report = iamReport([run([])]);
     const xray = report.unused.find((u) => u.action === 'xray:PutTraceSegments');
