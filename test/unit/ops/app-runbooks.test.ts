@@ -92,6 +92,15 @@ describe('App runbooks', () => {
       for (const p of pages) expect(unedited(p.content)).toBe(true);
     });
 
+    it("when an app's index says how to run every drill, it names the package's CLI, not tenang's checkout script", () => {
+      // Act
+      const index = runbookPages(configOf(), { shippedDir: SHIPPED }).find((p) => p.file === 'README.md');
+
+      // Assess
+      expect(index?.content).toContain('every drill with `npx tenang drill all`');
+      expect(index?.content).not.toContain('npm run test:drills');
+    });
+
     it("when pages are written, every link leads to a page of the app's runbooks/ or into the installed package", () => {
       // Act
       const pages = runbookPages(configOf(), { shippedDir: SHIPPED });
