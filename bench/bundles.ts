@@ -66,7 +66,7 @@ export interface BundleResult {
   };
 }
 
-/** Issue 16's cold-start targets, on ready.handler: our code adds at most 5 % to its libraries floor… */
+/** The cold-start targets, on ready.handler: our code adds at most 5 % to its libraries floor… */
 export const READY_OVER_FLOOR_TARGET = 1.05;
 /** …and a cold start takes at most 0.6 × the same handler written by the book. */
 export const READY_OVER_PEER_TARGET = 0.6;
@@ -229,7 +229,7 @@ interface PeerSpec {
 
 /**
  * The reference app's handlers, each rewritten by the book with the parts it needs: the peers a
- * cold start is compared with (issue 16). A handler not listed (a team's own) has no peer.
+ * cold start is compared with. A handler not listed (a team's own) has no peer.
  */
 const PEERS: Record<string, PeerSpec> = {
   'payment-capture': { kind: 'sqs', dynamodb: true, sqs: true, idempotency: true, parameters: true },

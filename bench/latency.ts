@@ -1,5 +1,5 @@
 /**
- * Bench section `latency` (issue 16 item 6): two latencies the compass had no number for, on the
+ * Bench section `latency`: two latencies the compass had no number for, on the
  * local platform.
  *
  * - Enqueue → done per job type: jobs sent one at a time at a steady rate straight to the job's
@@ -522,7 +522,7 @@ export function latencySection(r: LatencyResults): string[] {
   const p99IsMax = Math.ceil(0.99 * samples) === samples;
   return [
     '',
-    '## Latency: enqueue → done, and invalidation lag (issue 16)',
+    '## Latency: enqueue → done, and invalidation lag',
     '',
     `bench/latency.ts on a local platform of its own. **Enqueue → done**: per job type, ${r.sizes.rounds} rounds, each of ${r.sizes.warmupPerType} warm-up jobs then ${r.sizes.jobsPerType} timed ones on the platform and the same on the bare loop (which goes first alternates; samples pooled: a job's time depends on where it lands in a batching window, and one round of a few batches gives a median that moves by hundreds of ms), sent one at a time at ${r.sizes.ratePerSecond}/s straight to the job's queue, each timed from SendMessage's answer to the moment the queue mapping deleted it; every run starts with every job queue empty. The **bare loop** is the same poller (lib/local/sqs-event-source.ts, with the job's batch size, batching window and pollers) on a queue of the same kind and visibility timeout on the same moto, driving a function that does nothing, with the same messages at the same rate: the difference is what the function host and the handler add. ${r.iamEnforced ? "The platform's pollers send their receives and deletes through the local IAM proxy (as the job's execution role); the bare loop goes to moto directly, so the difference includes that hop." : 'IAM was not enforced in this run: both go to moto directly.'} Percentiles are nearest-rank${p99IsMax ? `: with ${samples} samples, p99 is the slowest` : ''}.`,
     '',

@@ -68,7 +68,7 @@ function mean(n: number): string {
 }
 
 /**
- * Issue 16's target for a successful capture: no more capacity than the Powertools baseline's
+ * The target for a successful capture: no more capacity than the Powertools baseline's
  * (3 write units + 1 read unit), the floor being 2 write units (one conditional write to claim,
  * one to complete). Judged on the units measured for each.
  */
@@ -378,7 +378,7 @@ function bundlesSection(bundles: readonly BundleResult[]): string[] {
     '',
     `Each handler bundled as TenangFunction has NodejsFunction bundle it (esbuild, minified, ESM, node22, the SDK inside), and timed in a fresh Node process: its **cold start** is the module load plus the first invocation, up to the invocation's first network request (http/https.request, tls.connect or a socket connect) or its return — the code a cold start runs before it waits on anything; the network then takes the same for any handler making the same calls, and the bench has no AWS to call. The first invocation is an empty batch for queue and stream consumers, the main route for the HTTP functions, a scheduled run for the flag reconciler. Beside it, in the same run and interleaved: the **bare** handler (constructs only the same SDK clients, and the Redis client where the handler has one), the **libraries floor** (the bare handler plus the Powertools packages and zod the bundle holds code of, each constructed as the handler does) and the **by-the-book peer**: the same handler written as the Powertools documentation shows it (Logger.addContext, Metrics.publishStoredMetrics, processPartialResponse over a BatchProcessor, makeIdempotent over a DynamoDBPersistenceLayer with registerLambdaContext, getParameter from parameters/ssm, a zod schema for its input; bench/bundles.ts PEERS) bundled with NodejsFunction's defaults (CommonJS, not minified, \`@aws-sdk/*\` left to the runtime's copy, loaded through NODE_PATH as Lambda does). Medians of interleaved runs.`,
     '',
-    `**Targets (issue 16)**: cold start ≤ ${READY_OVER_FLOOR_TARGET} × the floor (our code adds at most 5 % to what the libraries cost): ${verdicts(bundles.map(overFloor), READY_OVER_FLOOR_TARGET, 'handlers')}. Cold start ≤ ${READY_OVER_PEER_TARGET} × the peer: ${verdicts(peerRatios, READY_OVER_PEER_TARGET, 'peered handlers')}.`,
+    `**Targets**: cold start ≤ ${READY_OVER_FLOOR_TARGET} × the floor (our code adds at most 5 % to what the libraries cost): ${verdicts(bundles.map(overFloor), READY_OVER_FLOOR_TARGET, 'handlers')}. Cold start ≤ ${READY_OVER_PEER_TARGET} × the peer: ${verdicts(peerRatios, READY_OVER_PEER_TARGET, 'peered handlers')}.`,
     '',
     '| handler | first invocation | cold start ms | bare | floor | peer | ÷ floor | ÷ peer | load ms | floor load ms | bundle | peer bundle | libraries | SDK clients | largest packages |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -404,7 +404,7 @@ const COLD_START_FINDINGS = [
   '- ingress: in the profile, depsFromEnv on the first request (10.5 ms: clients, and loading the declaration, now compiled in) and the order validation before the first DynamoDB call.',
 ];
 
-/** Issue 16's target for one hot-key expiry under ours: Redis commands per reader. */
+/** The target for one hot-key expiry under ours: Redis commands per reader. */
 const STAMPEDE_COMMANDS_PER_READER_TARGET = 2;
 
 /** "500 concurrent readers spread over 10 processes of 5 simulated instances each (…)". */

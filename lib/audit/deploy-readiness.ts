@@ -1,5 +1,5 @@
 /**
- * Deploy readiness (issue 13): rules that a template deploys, redeploys after a failure and
+ * Deploy readiness: rules that a template deploys, redeploys after a failure and
  * pages as intended, and that its alarms reach a person. They read the same template model as the worker-queue checklist and are part
  * of TEMPLATE_RULES (rules.ts), so the cdk-nag pack, `tenang audit` and the raw-template audit
  * run them alike.
@@ -324,7 +324,7 @@ function authentication(user: TemplateResource): 'password' | 'iam' | 'none' | u
  */
 const valkeyAuth: TemplateRule = {
   suffix: 'F1-ValkeyAuth',
-  featureId: 'F1', // deploy readiness, issue 13
+  featureId: 'F1', // deploy readiness
   title:
     'A Valkey user group holds only users with a password or IAM authentication, one of them named "default".',
   explanation:
@@ -426,7 +426,7 @@ function derivesFromGeneratedName(index: TemplateIndex, name: unknown): boolean 
 
 const retainOnCreate: TemplateRule = {
   suffix: 'F2-RetainOnCreate',
-  featureId: 'F2', // deploy readiness, issue 13
+  featureId: 'F2', // deploy readiness
   title:
     'A retained resource with a fixed physical name has DeletionPolicy RetainExceptOnCreate, not Retain.',
   explanation:
@@ -615,7 +615,7 @@ function topicKeyProblem(
  */
 const alarmTopicPublish: TemplateRule = {
   suffix: 'F3-AlarmTopicPublish',
-  featureId: 'F3', // deploy readiness, issue 13
+  featureId: 'F3', // deploy readiness
   title:
     'CloudWatch may publish to every SNS topic an alarm notifies: its topic policy allows cloudwatch.amazonaws.com sns:Publish, and its KMS key (if any) is customer managed and lets CloudWatch use it.',
   explanation:
@@ -804,7 +804,7 @@ export function maySendTo(index: TemplateIndex, fnId: string, queueId: string): 
  */
 const queueSendGrant: TemplateRule = {
   suffix: 'F4-QueueSendGrant',
-  featureId: 'F4', // deploy readiness, issue 13
+  featureId: 'F4', // deploy readiness
   title:
     "A function whose environment names a queue may send to it: its role is allowed sqs:SendMessage on the queue's ARN (role policy, or the queue's policy naming the role).",
   explanation:

@@ -4,7 +4,7 @@
  * from a stack's L1 resources) and `auditTemplate` (a raw template file), so both always agree.
  * No CDK import here: a rule sees only
  * `{ Resources: { id: { Type, Properties, Metadata, DeletionPolicy, UpdateReplacePolicy } } }`.
- * The deploy-readiness rules (issue 13) live in deploy-readiness.ts and are listed here too.
+ * The deploy-readiness rules live in deploy-readiness.ts and are listed here too.
  */
 import {
   DEPLOY_READINESS_RULES,
@@ -803,7 +803,7 @@ const partialBatch: TemplateRule = {
 
 /**
  * R3: each source queue dead-letters after a bounded number of receives: by its redrive policy, or
- * (issue 15) by its consumer, which names a dead-letter queue in its environment and may send to it.
+ * by its consumer, which names a dead-letter queue in its environment and may send to it.
  */
 const deadLetterQueue: TemplateRule = {
   suffix: 'R3',
@@ -972,7 +972,7 @@ function thresholdFinding(
 }
 
 /**
- * O3 (issue 15 item 3): a job type's oldest-message alarm fires within its latency objective.
+ * O3: a job type's oldest-message alarm fires within its latency objective.
  * Needs the pipeline config (TemplateAuditOptions.objectives): `tenang audit` on the project gives
  * it; a template audited alone, the cdk-nag pack and the live model have none, so it is not in
  * TEMPLATE_RULES and applies to nothing there.
