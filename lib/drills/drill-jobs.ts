@@ -34,6 +34,11 @@ import {
   type PlacedOrder,
 } from './support';
 
+/** Requests the providers received so far, all together (retry-storm, permission-denied). */
+export function providerRequests(providers: readonly FakeProvider[]): number {
+  return providers.reduce((n, p) => n + p.requestCount(), 0);
+}
+
 /** Jobs a drill sends through one job type's consumer, and how it judges them. */
 export interface DrillJobs {
   readonly target: JobTarget;

@@ -13,31 +13,18 @@
  */
 import { PERMISSION_HOLD_BASE_VARIABLE } from '../adapters/aws/sqs-job-runner';
 import { IDEMPOTENCY_TABLE, tableVariable } from '../config';
-import type { FakeProvider } from '../local/fake-provider';
 import { drillInfo } from '../ops/drills/catalog';
-import type { Drill, DrillContext } from './drill';
-import { drillJobs, orderNotifications } from './drill-jobs';
-import { consumerStatus, queueDepth } from './support';
+import type { Drill } from './drill';
+import { drillJobs, orderNotifications, providerRequests } from './drill-jobs';
+import { consumerStatus, functionEnv, queueDepth } from './support';
 
 const info = drillInfo('permission-denied');
-
-/** Requests the providers received so far, all together. */
-const requestsOf = (providers: readonly FakeProvider[]): number =>
-  providers.reduce((n, p) => n + p.requestCount(), 0);
 
 /**
  * The first hold's ceiling in the drill: AWS's 300 s compressed to 20 s (the platform's time
  * compression, as smoke scenarios shorten alarm periods), so the drill waits seconds, not minutes.
  */
 const DRILL_HOLD_BASE_SECONDS = 20;
-
-/** The deployed name of `table` as `functionName`'s environment holds it (`<NAME>_TABLE`). */
-function deployedTableName(ctx: DrillContext, functionName: string, table: string): string {
-  const name = ctx.platform.deployment.functions.get(functionName)?.environment[tableVariable(table)];
-  if (name === undefined || name === '')
-    throw new Error(`deployed function ${functionName} has no ${tableVariable(table)}`);
-  return name;
-}
 
 export const permissionDenied: Drill = {
   ...info,
@@ -60,10 +47,10 @@ export const permissionDenied: Drill = {
     ctx.platform.setInstanceEnvironment(notifications.functionName, {
       [PERMISSION_HOLD_BASE_VARIABLE]: String(DRILL_HOLD_BASE_SECONDS),
     });
-    const tableName = deployedTableName(ctx, notifications.functionName, table);
+    const tableName = functionEnv(ctx.platform, notifications.functionName, tableVariable(table));
     for (const action of actions)
       ctx.platform.withholdTableGrant(notifications.functionName, `dynamodb:${action}`, tableName);
-    const sentBefore = requestsOf(jobs.providers);
+    const sentBefore = providerRequests(jobs.providers);
     const sent = 3;
     await jobs.send(sent);
     // Every notification is received, denied and held out of the queue: in flight, not visible.
@@ -87,7 +74,7 @@ export const permissionDenied: Drill = {
       '30m',
     ]);
     const dlqWhileDenied = await queueDepth(ctx.sqs, notifications.dlqUrl);
-    const sentWhileDenied = requestsOf(jobs.providers) - sentBefore;
+    const sentWhileDenied = providerRequests(jobs.providers) - sentBefore;
 
     // The fixed grant is deployed (cdk deploy); then return to normal.
     ctx.platform.restoreGrants(notifications.functionName);

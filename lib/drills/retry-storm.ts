@@ -4,17 +4,12 @@
  * the provider, and resumes it once the provider is back. Any job type that calls a provider: the
  * notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
  */
-import type { FakeProvider } from '../local/fake-provider';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import { drillJobs, orderNotifications } from './drill-jobs';
+import { drillJobs, orderNotifications, providerRequests } from './drill-jobs';
 import { consumerStatus, queueDepth } from './support';
 
 const info = drillInfo('retry-storm');
-
-/** Requests the providers received so far, all together. */
-const requestsOf = (providers: readonly FakeProvider[]): number =>
-  providers.reduce((n, p) => n + p.requestCount(), 0);
 
 export const retryStorm: Drill = {
   ...info,
@@ -31,10 +26,10 @@ export const retryStorm: Drill = {
     const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
     // Incident: the provider is down; jobs keep arriving and fail against it.
     for (const p of providers) p.set({ outage: true });
-    const before = requestsOf(providers);
+    const before = providerRequests(providers);
     await jobs.send(sent);
     await ctx.until(
-      () => Promise.resolve(requestsOf(providers) - before >= sent ? true : undefined),
+      () => Promise.resolve(providerRequests(providers) - before >= sent ? true : undefined),
       `the ${notifications.consumer} to fail against the provider`,
     );
 
@@ -51,10 +46,10 @@ export const retryStorm: Drill = {
     // `tenang pause` returns once the mapping is Disabled (a batch already running finished); the
     // wait covers a reply still on its way from the provider.
     await new Promise((r) => setTimeout(r, 2_000));
-    const requestsWhenPaused = requestsOf(providers);
+    const requestsWhenPaused = providerRequests(providers);
     // Let the backoff of every failed message run out while paused: nothing reaches the provider.
     await new Promise((r) => setTimeout(r, 12_000));
-    const requestsWhilePaused = requestsOf(providers) - requestsWhenPaused;
+    const requestsWhilePaused = providerRequests(providers) - requestsWhenPaused;
 
     // The provider recovers; return to normal.
     for (const p of providers) p.set({ outage: false });

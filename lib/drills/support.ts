@@ -18,7 +18,8 @@ export interface JobTarget {
   readonly mappingUuid: string;
 }
 
-function functionEnv(platform: LocalPlatform, functionName: string, name: string): string {
+/** Variable `name` of the deployed function `functionName`; a missing or empty one is an error. */
+export function functionEnv(platform: LocalPlatform, functionName: string, name: string): string {
   const value = platform.deployment.functions.get(functionName)?.environment[name];
   if (value === undefined || value === '')
     throw new Error(`deployed function ${functionName} has no ${name}`);
