@@ -1,0 +1,132 @@
+/**
+ * An app's own additions to what tenang runs locally: the drills of its domain's incidents, the
+ * job types tenang's drills play on by default, and its scenario's traffic. The kit knows no
+ * app's domain; an app that has one hands it in through the module its cdk.json names in the
+ * context key `tenang:extensions` (a path relative to the app's directory), whose default export
+ * (or `extensions` export) is an AppExtensions made with defineExtensions. The reference app's is
+ * examples/reference/local/index.ts.
+ *
+ * The module is the app's code, so it is loaded as the app runs its own TypeScript: by the
+ * process's own loader when one is active (tsx, ts-jest), else through the app's tsx
+ * (`tsx/cjs/api`, from the app's node_modules); a .js module needs neither.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Drill } from '../drills/drill';
+import { LocalEnvError } from './errors';
+import type { ScenarioFlow } from './scenario-flow';
+
+/** cdk.json's context key naming the app's extensions module. */
+export const EXTENSIONS_CONTEXT_KEY = 'tenang:extensions';
+
+/** What an app adds to tenang's drills and scenario. */
+export interface AppExtensions {
+  /**
+   * Drills of the app's own incidents (facts of its domain, beyond what holds for any job type),
+   * listed after tenang's by `tenang drill --list` and run by `tenang drill <name>|all`. Their
+   * names must not repeat tenang's.
+   */
+  readonly drills?: readonly Drill[];
+  /**
+   * The job type each of tenang's drills that take any job type plays on when `--job-type` is not
+   * given, by drill name. @default the first job type the pipeline declares with a samplePayload
+   */
+  readonly drillJobTypes?: Readonly<Record<string, string>>;
+  /** The scenario's traffic of the app's own domain, beside the declared job types' jobs. */
+  readonly scenarioFlow?: ScenarioFlow;
+}
+
+/** Types an app's extensions module (the identity: it exists for the type check). */
+export function defineExtensions(extensions: AppExtensions): AppExtensions {
+  return extensions;
+}
+
+/** The extensions module cdk.json in `appDir` names, as an absolute path, or undefined. */
+export function extensionsPath(appDir: string): string | undefined {
+  const file = path.join(appDir, 'cdk.json');
+  if (!fs.existsSync(file)) return undefined;
+  let context: Record<string, unknown> | undefined;
+  try {
+    context = (JSON.parse(fs.readFileSync(file, 'utf8')) as { context?: Record<string, unknown> }).context;
+  } catch (error) {
+    throw new LocalEnvError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  const named = context?.[EXTENSIONS_CONTEXT_KEY];
+  if (named === undefined) return undefined;
+  if (typeof named !== 'string' || named.length === 0)
+    throw new LocalEnvError(
+      `${file}: context "${EXTENSIONS_CONTEXT_KEY}" must be the path of the app's extensions module (relative to ${appDir}), not ${JSON.stringify(named)}`,
+    );
+  const resolved = path.resolve(appDir, named);
+  if (!fs.existsSync(resolved))
+    throw new LocalEnvError(
+      `${file}: context "${EXTENSIONS_CONTEXT_KEY}" names ${named}, which does not exist in ${appDir}`,
+    );
+  return resolved;
+}
+
+/** Whether this process already loads TypeScript itself (tsx, ts-jest, ts-node). */
+function loadsTypeScript(): boolean {
+  return '.ts' in require.extensions || process.env.JEST_WORKER_ID !== undefined;
+}
+
+/** Requires `file`, a module of the app in `appDir`, as the app runs its TypeScript. */
+function requireAppModule(file: string, appDir: string): unknown {
+  // The app's module is found at run time: a require, not an import the bundler would follow.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!/\.[mc]?ts$/.test(file) || loadsTypeScript()) return require(file);
+  let tsx: { require: (id: string, from: string) => unknown };
+  try {
+    const api = require.resolve('tsx/cjs/api', { paths: [appDir] });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    tsx = require(api) as typeof tsx;
+  } catch (error) {
+    throw new LocalEnvError(
+      `${file} is TypeScript and the app has no tsx to load it with: npm install -D tsx (in ${appDir})`,
+      { cause: error },
+    );
+  }
+  return tsx.require(file, path.join(appDir, 'cdk.json'));
+}
+
+const loaded = new Map<string, AppExtensions>();
+
+/** The checks every extensions module passes before it is used. */
+function validated(file: string, value: unknown): AppExtensions {
+  const exported = value as { default?: unknown; extensions?: unknown } | undefined;
+  const candidate = (exported?.extensions ?? exported?.default ?? exported) as
+    Record<string, unknown> | undefined;
+  if (candidate === undefined || typeof candidate !== 'object')
+    throw new LocalEnvError(`${file} exports no extensions (export default defineExtensions({ … }))`);
+  const drills = candidate.drills;
+  if (drills !== undefined && !Array.isArray(drills))
+    throw new LocalEnvError(`${file}: drills must be a list of drills`);
+  for (const d of (drills ?? []) as { name?: unknown; run?: unknown }[])
+    if (typeof d?.name !== 'string' || typeof d.run !== 'function')
+      throw new LocalEnvError(`${file}: every drill needs a name and a run function`);
+  return candidate as AppExtensions;
+}
+
+/**
+ * The extensions of the app in `appDir` (none when its cdk.json names no module); loaded once
+ * per module. A module that cannot load is a LocalEnvError naming it and why.
+ */
+export function loadAppExtensions(appDir: string | undefined): AppExtensions {
+  if (appDir === undefined) return {};
+  const file = extensionsPath(appDir);
+  if (file === undefined) return {};
+  const cached = loaded.get(file);
+  if (cached !== undefined) return cached;
+  let value: unknown;
+  try {
+    value = requireAppModule(file, appDir);
+  } catch (error) {
+    if (error instanceof LocalEnvError) throw error;
+    throw new LocalEnvError(`cannot load the app's extensions ${file}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  const extensions = validated(file, value);
+  loaded.set(file, extensions);
+  return extensions;
+}
