@@ -23,6 +23,7 @@
  *   owner token, so a checker can verify that no release was made by a non-owner.
  */
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
 /** The SDK faults of one function instance. */
@@ -242,7 +243,8 @@ export function withSdkFaults(
  */
 export const FAULT_PRELOAD_ARGV: readonly string[] = [
   '--import',
-  'tsx',
+  // This checkout's tsx, by path: the function's working directory need not resolve it.
+  pathToFileURL(require.resolve('tsx')).href,
   '--import',
   path.join(__dirname, 'preload.ts'),
 ];

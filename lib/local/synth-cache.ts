@@ -18,7 +18,7 @@ const SKIPPED_DIRS = new Set(['node_modules', '.git', '.tenang', 'cdk.out', 'dis
 /** Entries kept; older ones are removed when a new one is written. */
 const KEPT_ENTRIES = 4;
 /** Environment variables that differ between platforms without changing the synthesis. */
-const IGNORED_ENV = new Set(['TENANG_MOTO_PORT', 'TENANG_FAULTS']);
+const IGNORED_ENV = new Set(['TENANG_MOTO_PORT']);
 
 /** Every file under `root` the synthesis may read, sorted, as paths relative to it. */
 function sourceFiles(root: string): string[] {
