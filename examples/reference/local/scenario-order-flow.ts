@@ -1,34 +1,90 @@
 /**
- * The scenario's part for the reference's order flow (lib/local/order-flow.ts says whether a
- * pipeline has it): steady payments through the HTTP API on seeded stock (lib/local/traffic.ts),
- * the incidents played on its payments, notifications and reservations
- * (lib/local/scenario-incidents.ts), and the facts its invariants read back — the orders' states,
- * the stock, the orders stream, the payment and messaging providers' ledgers. Kept apart from the
- * generic part of the scenario (lib/local/scenario.ts) so that it can move out with the example.
+ * The reference's order flow as a scenario flow of tenang's (tenang/local ScenarioFlow; the
+ * reference's extensions hand it in, ./index.ts): steady payments through the HTTP API on seeded
+ * stock (./traffic.ts), the incidents played on its payments, notifications and reservations
+ * (./order-incidents.ts), the facts its invariants read back — the orders' states, the stock, the
+ * orders stream, the payment and messaging providers' ledgers (./order-facts.ts,
+ * ./order-invariants.ts) — and its parts of the report: the cache, the duplicates the ingress and
+ * the outbox absorbed. `tenang local up` stocks a few SKUs with its seed hook. tenang's scenario
+ * runs the declared job types' jobs beside it.
  */
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
-import { ORDER_FLOW_FUNCTIONS, type OrderFlowTargets } from './order-flow';
-import type { LocalPlatform } from './platform';
-import type { ProviderTotals } from './report-model';
-import { readOrderStates, readStock, readStreamRecords } from './scenario-facts';
 import {
+  counterOf,
+  OBSERVED_EVENT,
+  perInterval,
   readVisibilityTimeout,
+  REPORT_METRIC,
+  type FlowClients,
+  type FlowIncident,
+  type FlowIncidentOutcome,
+  type FlowIncidentShared,
+  type FlowReport,
+  type FunctionOutputObserver,
+  type InvariantResult,
+  type JobInvariantFacts,
+  type LocalPlatform,
+  type PipelineSample,
+  type ProviderTotals,
+  type ScenarioFlow,
+  type ScenarioFlowContext,
+  type ScenarioFlowRun,
+  type ScenarioJobType,
+} from 'tenang/local';
+import { DynamoDbInventoryStore } from 'tenang/reference';
+import { readOrderStates, readOrderStream, readStock } from './order-facts';
+import {
+  ORDER_FLOW_FUNCTIONS,
+  orderFlowJobTypes,
+  resolveOrderFlowTargets,
+  type OrderFlowTargets,
+} from './order-flow';
+import {
+  runIncident,
   type IncidentContext,
   type IncidentOutcome,
   type IncidentSpec,
-} from './scenario-incidents';
-import type { OrderFlowFacts } from './scenario-invariants';
-import { OBSERVED_EVENT, type FunctionOutputObserver } from './scenario-observer';
-import type { ScenarioRedis } from './scenario-redis';
-import type { ScenarioJobType } from './scenario-targets';
+} from './order-incidents';
+import { checkOrderFlowInvariants, type InvariantFacts, type OrderFlowFacts } from './order-invariants';
 import { TrafficGenerator } from './traffic';
 
 /** SKUs seeded per run, and their stock: plenty, so a reservation fails only when something is wrong. */
 const SKU_COUNT = 6;
 const SEEDED_STOCK = 100_000;
+
+const outageLength = (d: number): number => Math.max(4, Math.min(30, Math.round(d * 0.17)));
+
+/**
+ * The order flow's incidents of each of tenang's scenarios (lib/local/scenario.ts SCENARIOS), for
+ * a run with `d` seconds of traffic; a scenario not named here plays none of them.
+ */
+export const ORDER_FLOW_INCIDENTS: Readonly<Record<string, (d: number) => readonly IncidentSpec[]>> = {
+  default: (d) => [
+    { kind: 'consumer-crash', atSeconds: Math.min(10, d * 0.05) },
+    { kind: 'poison-message', atSeconds: d * 0.15 },
+    { kind: 'provider-outage', atSeconds: d * 0.25, durationSeconds: outageLength(d) },
+    { kind: 'redis-down', atSeconds: d * 0.5, durationSeconds: outageLength(d) },
+    { kind: 'duplicate-burst', atSeconds: d * 0.75, copies: 20 },
+  ],
+  smoke: (d) => [
+    { kind: 'consumer-crash', atSeconds: 0.5, shortenVisibility: true },
+    // The crash is armed ~7 s in (after the pollers took up the shorter visibility timeout),
+    // before the provider outage, which would keep captures from reaching the crash point.
+    { kind: 'poison-message', atSeconds: d * 0.12 },
+    {
+      kind: 'provider-outage',
+      atSeconds: Math.max(9, d * 0.3),
+      durationSeconds: Math.max(3, Math.round(d * 0.17)),
+    },
+    { kind: 'redis-down', atSeconds: d * 0.55, durationSeconds: Math.max(3, Math.round(d * 0.17)) },
+    { kind: 'duplicate-burst', atSeconds: d * 0.8, copies: 10 },
+  ],
+  steady: () => [],
+};
+
+/** The order-reader's service name, which emits the cache metrics. */
+export const CACHE_SERVICE = ORDER_FLOW_FUNCTIONS.reader;
 
 /** What the order flow's part of a run is started with. */
 export interface OrderFlowOptions {
@@ -44,14 +100,87 @@ export interface OrderFlowOptions {
   readonly log: (line: string) => void;
 }
 
-/** What the order flow's incidents get from the run besides the flow's own targets. */
-export type OrderFlowIncidentShared = Pick<
-  IncidentContext,
-  'observer' | 'runId' | 'elapsedMs' | 'signal' | 'log' | 'recordPoison' | 'recordInjected' | 'setActive'
-> & { readonly redis: ScenarioRedis };
+/** Cache reads over the run. */
+export interface CacheTotals {
+  readonly hits: number;
+  readonly misses: number;
+  /** Reads served from DynamoDB because Redis did not answer (also counted as misses). */
+  readonly bypasses: number;
+  /** hits / (hits + misses), or null without reads. */
+  readonly hitRatio: number | null;
+}
+
+/** Cache totals from the last sample's counters. */
+export function cacheTotals(samples: readonly PipelineSample[]): CacheTotals {
+  const counters = samples[samples.length - 1]?.counters ?? {};
+  const hits = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheHit);
+  const misses = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheMiss);
+  const bypasses = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheBypass);
+  return { hits, misses, bypasses, hitRatio: hits + misses === 0 ? null : hits / (hits + misses) };
+}
+
+/** Hit ratio of the reads within each interval; null where there were none. */
+export function cacheHitRatioSeries(samples: readonly PipelineSample[]): (number | null)[] {
+  const hits = perInterval(samples.map((s) => counterOf(s.counters, CACHE_SERVICE, REPORT_METRIC.cacheHit)));
+  const misses = perInterval(
+    samples.map((s) => counterOf(s.counters, CACHE_SERVICE, REPORT_METRIC.cacheMiss)),
+  );
+  return hits.map((h, i) => {
+    const reads = h + (misses[i] ?? 0);
+    return reads === 0 ? null : h / reads;
+  });
+}
+
+/** The order flow's parts of the report: the cache, the duplicates the ingress and the outbox absorbed. */
+export function orderFlowReport(
+  samples: readonly PipelineSample[],
+  ingress: { readonly repeats: number; readonly inFlight: number },
+  abandoned: number,
+): FlowReport {
+  const cache = cacheTotals(samples);
+  const counters = samples[samples.length - 1]?.counters ?? {};
+  const ratio = cache.hitRatio === null ? 'no reads' : `${(cache.hitRatio * 100).toFixed(1)}%`;
+  return {
+    name: 'order flow',
+    rateUnit: 'payments/s',
+    facts: [
+      {
+        label: 'cache hit ratio',
+        value: `${ratio} (${cache.hits} hits, ${cache.misses} misses of which ${cache.bypasses} bypasses)`,
+      },
+    ],
+    duplicates: [
+      { where: 'ingress: repeated Idempotency-Key answered with the first job (202)', count: ingress.repeats },
+      { where: 'ingress: repeat while the first was in flight (409)', count: ingress.inFlight },
+      {
+        where: 'outbox relay: follow-up already enqueued',
+        count: counterOf(counters, ORDER_FLOW_FUNCTIONS.outbox, REPORT_METRIC.duplicateIgnored),
+      },
+    ],
+    charts: [
+      {
+        id: 'cache-hit-ratio',
+        title: 'Cache hit ratio per interval (gaps: no reads)',
+        unit: 'hit ratio',
+        values: cacheHitRatioSeries(samples),
+        yMax: 1,
+        percent: true,
+      },
+    ],
+    summary: [
+      `Cache hit ratio: ${ratio} (${cache.hits} hits, ${cache.misses} misses, ${cache.bypasses} bypasses)`,
+      ...(abandoned > 0 ? [`Payments the API never accepted (not expected to be PAID): ${abandoned}`] : []),
+    ],
+  };
+}
 
 /** The order flow during one run: its traffic, its incidents' context, and its facts after the drain. */
-export class OrderFlowRun {
+export class OrderFlowRun implements ScenarioFlowRun {
+  /** The incidents planned for the run (incidents()). */
+  private plan: readonly IncidentSpec[] = [];
+  /** The facts, once judged: what the incidents' observations read. */
+  private judged: InvariantFacts | undefined;
+
   private constructor(
     private readonly opts: OrderFlowOptions,
     public readonly traffic: TrafficGenerator,
@@ -90,8 +219,29 @@ export class OrderFlowRun {
     return this.traffic.stop();
   }
 
+  /** What the run drives. */
+  public describe(): string {
+    const { payment, notification, inventory } = this.opts.targets;
+    return `order flow: ${[payment, notification, inventory].map((j) => j.name).join(', ')}`;
+  }
+
+  /** The order flow's incidents of scenario `scenario` (ORDER_FLOW_INCIDENTS). */
+  public incidents(scenario: string, durationSeconds: number): readonly FlowIncident[] {
+    this.plan = ORDER_FLOW_INCIDENTS[scenario]?.(durationSeconds) ?? [];
+    return this.plan.map((spec) => ({
+      atSeconds: spec.atSeconds,
+      run: async (shared: FlowIncidentShared): Promise<FlowIncidentOutcome> => {
+        const outcome: IncidentOutcome = await runIncident(spec, this.incidentContext(shared));
+        return {
+          record: outcome.record,
+          after: () => (this.judged === undefined ? [] : (outcome.after?.(this.judged) ?? [])),
+        };
+      },
+    }));
+  }
+
   /** The context the order flow's incidents act in. */
-  public incidentContext(shared: OrderFlowIncidentShared): IncidentContext {
+  public incidentContext(shared: FlowIncidentShared): IncidentContext {
     const { payment, notification, inventory } = this.opts.targets;
     return {
       ...shared,
@@ -111,21 +261,28 @@ export class OrderFlowRun {
    * Ms after the traffic's start by which the planned payment crash's batch is back: its
    * visibility timeout after the crash (the shortened one when the plan shortened it); 0 without one.
    */
-  public crashReturnsAtMs(plan: readonly IncidentSpec[], incidents: readonly IncidentOutcome[]): number {
+  public crashReturnsAtMs(incidents: readonly FlowIncidentOutcome[]): number {
     const crash = incidents.find((i) => i.record.kind === 'consumer-crash' && i.record.injected);
     if (crash === undefined) return 0;
     const visibility =
-      plan.find((s) => s.kind === 'consumer-crash')?.shortenVisibility === true
+      this.plan.find((s) => s.kind === 'consumer-crash')?.shortenVisibility === true
         ? this.opts.targets.payment.functionTimeoutSeconds + 5
         : this.paymentVisibility;
     return crash.record.endMs + visibility * 1000;
   }
 
-  /** The order flow's facts, read back after the drain. */
-  public async facts(
-    clients: { readonly dynamodb: DynamoDBClient; readonly streams: DynamoDBStreamsClient },
+  /** Reads the order flow's facts back and judges them with the facts of any app. */
+  public async judge(
+    clients: FlowClients,
     observer: FunctionOutputObserver,
-  ): Promise<OrderFlowFacts> {
+    jobFacts: JobInvariantFacts,
+  ): Promise<readonly InvariantResult[]> {
+    this.judged = { ...jobFacts, ...(await this.facts(clients, observer)) };
+    return checkOrderFlowInvariants(this.judged);
+  }
+
+  /** The order flow's facts, read back after the drain. */
+  public async facts(clients: FlowClients, observer: FunctionOutputObserver): Promise<OrderFlowFacts> {
     const { platform, targets } = this.opts;
     const accepted = this.traffic.accepted();
     const invalidator = platform.streamSources.find((x) =>
@@ -138,7 +295,7 @@ export class OrderFlowRun {
         accepted.map((a) => a.orderId),
       ),
       readStock(clients.dynamodb, targets.inventoryTable, this.seeded),
-      invalidator === undefined ? [] : readStreamRecords(clients.streams, invalidator.spec.streamArn),
+      invalidator === undefined ? [] : readOrderStream(clients.streams, invalidator.spec.streamArn),
     ]);
     return {
       jobTypes: {
@@ -184,12 +341,14 @@ export class OrderFlowRun {
     };
   }
 
-  /** Repeated POSTs the ingress answered without a second job. */
-  public duplicates(): { ingressRepeats: number; ingressInFlight: number } {
-    return {
-      ingressRepeats: this.traffic.stats.paymentRepeatsAnswered,
-      ingressInFlight: this.traffic.stats.paymentInFlightAnswers,
-    };
+  /** The order flow's parts of the report. */
+  public report(samples: readonly PipelineSample[]): FlowReport {
+    const s = this.traffic.stats;
+    return orderFlowReport(
+      samples,
+      { repeats: s.paymentRepeatsAnswered, inFlight: s.paymentInFlightAnswers },
+      s.paymentsAbandoned,
+    );
   }
 
   /** What the payment and messaging providers saw. */
@@ -209,10 +368,42 @@ export class OrderFlowRun {
     const ratio = s.reads === 0 ? '-' : `${Math.round((hits / s.reads) * 100)}%`;
     return `orders ${s.ordersCreated} · payments accepted ${s.paymentsAccepted} · reads ${s.reads} (hit ${ratio}) · charges ${payment.ledger().length} · messages ${messaging.ledger().length}`;
   }
+}
 
-  /** Lines of the summary about the flow's traffic. */
-  public summaryLines(): string[] {
-    const abandoned = this.traffic.stats.paymentsAbandoned;
-    return abandoned > 0 ? [`Payments the API never accepted (not expected to be PAID): ${abandoned}`] : [];
+/** SKUs `local up` stocks, so an order posted by hand is reserved rather than dead-lettered. */
+export const UP_SKUS: readonly string[] = ['sku-1', 'sku-2', 'sku-3'];
+const UP_STOCK = 1_000;
+
+/** Sets the stock of UP_SKUS in the deployed inventory table (none: the pipeline has no order flow). */
+export async function seedStock(platform: LocalPlatform, log: (line: string) => void): Promise<void> {
+  const table = [...platform.deployment.functions.values()]
+    .map((f) => f.environment.INVENTORY_TABLE)
+    .find((t): t is string => t !== undefined && t !== '');
+  if (table === undefined) return;
+  const dynamodb = new DynamoDBClient({ endpoint: platform.env.endpoint, region: platform.env.region });
+  try {
+    const store = new DynamoDbInventoryStore(dynamodb, table);
+    for (const sku of UP_SKUS) await store.seed(sku, UP_STOCK);
+    log(`stock: ${UP_SKUS.join(', ')} at ${UP_STOCK} each in ${table}`);
+  } finally {
+    dynamodb.destroy();
   }
 }
+
+/** The reference's order flow, as tenang's scenario runs it. */
+export const orderScenarioFlow: ScenarioFlow = {
+  name: 'order flow',
+  jobTypes: orderFlowJobTypes,
+  prepare: (ctx: ScenarioFlowContext) =>
+    OrderFlowRun.prepare({
+      platform: ctx.platform,
+      targets: resolveOrderFlowTargets(ctx.platform, ctx.jobTypes),
+      sqs: ctx.sqs,
+      dynamodb: ctx.dynamodb,
+      runId: ctx.runId,
+      ratePerSecond: ctx.ratePerSecond,
+      elapsedMs: ctx.elapsedMs,
+      log: ctx.log,
+    }),
+  seed: seedStock,
+};

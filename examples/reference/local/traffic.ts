@@ -5,6 +5,7 @@
  * (GET /orders/{id}) to exercise the cache. Payments create the notification and inventory jobs
  * through the outbox, so one payment stream drives all three job types.
  */
+import { callApi, type ApiAnswer } from 'tenang/local';
 
 /** A line of an order. */
 export interface TrafficOrderLine {
@@ -68,47 +69,12 @@ export interface TrafficOptions {
   readonly log: (line: string) => void;
 }
 
-/** An answer of the API. */
-export interface ApiAnswer {
-  readonly status: number;
-  readonly body: unknown;
-  readonly headers: Headers | undefined;
-}
-
 const TICK_MS = 100;
 /** Orders kept as read candidates: recent ones, so reads meet both fresh and cached orders. */
 const READ_WINDOW = 40;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Calls the API; a network failure is status 0. */
-export async function callApi(
-  apiUrl: string,
-  method: 'GET' | 'POST',
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<ApiAnswer> {
-  try {
-    const response = await fetch(`${apiUrl}${path}`, {
-      method,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text.length > 0 ? JSON.parse(text) : undefined;
-    } catch {
-      // Not JSON: kept as text.
-    }
-    return { status: response.status, body: parsed, headers: response.headers };
-  } catch (error) {
-    return { status: 0, body: String(error), headers: undefined };
-  }
 }
 
 /** The steady traffic of a scenario. */
