@@ -21,11 +21,7 @@ export type { LocalPlatform } from '../local/platform';
 export type { LedgerEntry } from '../local/fake-provider';
 export type { ScenarioRedis } from '../local/scenario-redis';
 export { callApi, type ApiAnswer } from '../local/traffic';
-export {
-  deployedVariable,
-  type DeployedFunctions,
-  type ScenarioJobType,
-} from '../local/scenario-targets';
+export { deployedVariable, type DeployedFunctions, type ScenarioJobType } from '../local/scenario-targets';
 export {
   pause,
   readVisibilityTimeout,

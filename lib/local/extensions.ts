@@ -117,8 +117,7 @@ function validated(file: string, value: unknown): AppExtensions {
       ...(['jobTypes', 'prepare'] as const).filter((m) => typeof flow[m] !== 'function'),
       ...(flow.seed === undefined || typeof flow.seed === 'function' ? [] : ['seed as a function']),
     ];
-    if (missing.length > 0)
-      throw new LocalEnvError(`${file}: scenarioFlow needs ${missing.join(', ')}`);
+    if (missing.length > 0) throw new LocalEnvError(`${file}: scenarioFlow needs ${missing.join(', ')}`);
   }
   return candidate as AppExtensions;
 }

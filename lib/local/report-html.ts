@@ -214,18 +214,16 @@ export function reportCharts(report: ScenarioReport): LineChart[] {
       series: byName(report.series.dlq),
     },
     // The app's scenario flow's own charts, when the run had one.
-    ...(report.flow?.charts ?? []).map(
-      (c): LineChart => ({
-        id: c.id,
-        title: c.title,
-        unit: c.unit,
-        xs,
-        bands,
-        ...(c.yMax === undefined ? {} : { yMax: c.yMax }),
-        ...(c.percent === true ? { formatY: (v: number) => `${Math.round(v * 100)}%` } : {}),
-        series: [{ name: c.unit, values: c.values }],
-      }),
-    ),
+    ...(report.flow?.charts ?? []).map((c): LineChart => ({
+      id: c.id,
+      title: c.title,
+      unit: c.unit,
+      xs,
+      bands,
+      ...(c.yMax === undefined ? {} : { yMax: c.yMax }),
+      ...(c.percent === true ? { formatY: (v: number) => `${Math.round(v * 100)}%` } : {}),
+      series: [{ name: c.unit, values: c.values }],
+    })),
   ];
   return charts;
 }
@@ -404,7 +402,7 @@ ${table(
     [
       'scenario flow',
       flow === undefined
-        ? "none: the app's extensions give no scenario flow the pipeline holds; the declared job types' jobs only"
+        ? 'none: no scenario flow of the app runs on this pipeline (declared job types only)'
         : flow.name,
     ],
     ...(flow?.facts ?? []).map((f) => [f.label, f.value]),

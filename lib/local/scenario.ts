@@ -87,8 +87,6 @@ export interface ScenarioDefinition {
   readonly statusLineEveryMs: number;
 }
 
-const outageLength = (d: number): number => Math.max(4, Math.min(30, Math.round(d * 0.17)));
-
 /** The scenarios, by name (an app's scenario flow plans its incidents for each name it knows). */
 export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
   default: {

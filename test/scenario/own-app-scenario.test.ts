@@ -169,7 +169,7 @@ describe('Local platform: the smoke scenario on an app of its own (no order flow
   it('when the report is written, its page names the app’s job types and leaves the order flow’s parts out', () => {
     const html = fs.readFileSync(outcome?.files?.html ?? '', 'utf8');
     expect(html).toContain('report.generate (report-consumer), invoice.issue (invoice-consumer)');
-    expect(html).toContain("none: the app's extensions give no scenario flow");
+    expect(html).toContain('none: no scenario flow of the app runs on this pipeline');
     expect(html).not.toContain('data-chart="cache-hit-ratio"');
     expect(html).not.toContain('ingress: repeated Idempotency-Key');
   });

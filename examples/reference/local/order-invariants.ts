@@ -135,7 +135,9 @@ function paidOrders(facts: InvariantFacts): AcceptedPayment[] {
 export function everyPaidOrderNotified(facts: InvariantFacts): InvariantResult {
   const sent = new Set(facts.messages.map((m) => m.idempotencyKey));
   const dead = new Set(
-    facts.dlq.filter((e) => e.source === facts.jobTypes.notification).map((e) => e.payloadFields?.orderId ?? ''),
+    facts.dlq
+      .filter((e) => e.source === facts.jobTypes.notification)
+      .map((e) => e.payloadFields?.orderId ?? ''),
   );
   let explained = 0;
   const orders = paidOrders(facts);

@@ -150,7 +150,10 @@ export function orderFlowReport(
       },
     ],
     duplicates: [
-      { where: 'ingress: repeated Idempotency-Key answered with the first job (202)', count: ingress.repeats },
+      {
+        where: 'ingress: repeated Idempotency-Key answered with the first job (202)',
+        count: ingress.repeats,
+      },
       { where: 'ingress: repeat while the first was in flight (409)', count: ingress.inFlight },
       {
         where: 'outbox relay: follow-up already enqueued',

@@ -1,13 +1,20 @@
-import { notificationKey } from '../../../lib/reference/notification';
-import { paymentCaptureKey } from '../../../lib/reference/payment';
-import type { DlqEntry } from '../../../lib/local/report-model';
+import { notificationKey, paymentCaptureKey } from 'tenang/reference';
+import type { DlqEntry, InvariantResult } from '../../../../lib/local/report-model';
 import {
   alarmsNotified,
-  checkInvariants,
+  checkJobInvariants,
   everyDeclaredJobDone,
+} from '../../../../lib/local/scenario-invariants';
+import {
+  checkOrderFlowInvariants,
   type InvariantFacts,
-} from '../../../lib/local/scenario-invariants';
-import type { AcceptedPayment } from '../../../lib/local/traffic';
+} from '../../../../examples/reference/local/order-invariants';
+import type { AcceptedPayment } from '../../../../examples/reference/local/traffic';
+
+/** What the scenario judges a run of the order flow with: the flow's invariants, then any app's. */
+function checkInvariants(facts: InvariantFacts): InvariantResult[] {
+  return [...checkOrderFlowInvariants(facts), ...checkJobInvariants(facts)];
+}
 
 const TYPES = {
   payment: 'payment.capture',
@@ -177,8 +184,8 @@ function deadLetter(source: string, overrides: Partial<DlqEntry> = {}): DlqEntry
   };
 }
 
-describe('Module: scenario-invariants', () => {
-  describe('Function: checkInvariants', () => {
+describe('Module: order-invariants', () => {
+  describe('Function: checkOrderFlowInvariants (with the generic ones after it)', () => {
     it('when every payment was charged once, paid, notified and reserved, every invariant holds', () => {
       // Act
       const results = verdicts(healthy());
@@ -256,7 +263,10 @@ describe('Module: scenario-invariants', () => {
       // Prepare
       const facts = healthy();
       const dlq = [
-        deadLetter('notification.send', { orderId: 'order-1', errorClass: 'ProviderRejectedError' }),
+        deadLetter('notification.send', {
+          payloadFields: { orderId: 'order-1' },
+          errorClass: 'ProviderRejectedError',
+        }),
       ];
 
       // Act
@@ -279,8 +289,12 @@ describe('Module: scenario-invariants', () => {
           ]),
         ],
       };
-      const wrongSku = [deadLetter('inventory.reserve', { orderId: 'order-1', sku: 'sku-3' })];
-      const rightSku = [deadLetter('inventory.reserve', { orderId: 'order-1', sku: 'sku-2' })];
+      const wrongSku = [
+        deadLetter('inventory.reserve', { payloadFields: { orderId: 'order-1', sku: 'sku-3' } }),
+      ];
+      const rightSku = [
+        deadLetter('inventory.reserve', { payloadFields: { orderId: 'order-1', sku: 'sku-2' } }),
+      ];
 
       // Act
       const unexplained = failing({ ...facts, dlq: wrongSku });
@@ -418,7 +432,7 @@ describe('Module: scenario-invariants', () => {
     it('when the app declares no job types of its own, it holds and says so', () => {
       expect(everyDeclaredJobDone(healthy())).toMatchObject({
         holds: true,
-        detail: 'no declared job types beyond the order flow',
+        detail: 'no job type of the app got jobs from its samplePayload',
       });
     });
   });
