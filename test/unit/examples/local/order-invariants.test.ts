@@ -1,10 +1,6 @@
 import { notificationKey, paymentCaptureKey } from 'tenang/reference';
 import type { DlqEntry, InvariantResult } from '../../../../lib/local/report-model';
-import {
-  alarmsNotified,
-  checkJobInvariants,
-  everyDeclaredJobDone,
-} from '../../../../lib/local/scenario-invariants';
+import { checkJobInvariants } from '../../../../lib/local/scenario-invariants';
 import {
   checkOrderFlowInvariants,
   type InvariantFacts,
@@ -84,83 +80,6 @@ function healthy(n = 3): InvariantFacts {
     },
   };
 }
-
-describe('Function: alarmsNotified', () => {
-  it('when a notification was refused (the topic policy lets no alarm publish), it fails naming the alarm and the error', () => {
-    const facts: InvariantFacts = {
-      ...healthy(),
-      alarmNotifications: {
-        owed: 1,
-        deliveries: [
-          {
-            alarm: 'tenang-dev-payment-consumer-dlq',
-            target: TOPIC,
-            outcome: 'failed',
-            error:
-              'AuthorizationErrorException: User: cloudwatch.amazonaws.com is not authorized to perform: sns:Publish',
-          },
-        ],
-      },
-    };
-    const result = alarmsNotified(facts);
-    expect(result.holds).toBe(false);
-    expect(result.violations[0]).toContain('tenang-dev-payment-consumer-dlq');
-    expect(result.violations[0]).toContain('sns:Publish');
-  });
-
-  it.each([
-    [
-      'the only subscription is pending confirmation',
-      { subscribers: [], pending: ['email alarms@tenang.localhost'] },
-      'email alarms@tenang.localhost pending confirmation',
-    ],
-    ['the topic has no subscriber', { subscribers: [], pending: [] }, 'the topic has no subscriber'],
-    [
-      'the only subscriber refused it',
-      { subscribers: [{ endpoint: 'http://127.0.0.1:9/hook', outcome: 'failed' }], pending: [] },
-      'http://127.0.0.1:9/hook failed',
-    ],
-    ['who it reached is unknown', undefined, 'who it reached is unknown'],
-  ])(
-    'when a notification was published but %s, it fails: it reached the topic and no person',
-    (_case, fanOut, says) => {
-      // Prepare
-      const facts: InvariantFacts = {
-        ...healthy(),
-        alarmNotifications: {
-          owed: 1,
-          deliveries: [
-            {
-              alarm: 'tenang-dev-payment-consumer-dlq',
-              target: TOPIC,
-              outcome: 'delivered',
-              ...(fanOut === undefined ? {} : { fanOut }),
-            },
-          ],
-        },
-      };
-
-      // Act
-      const result = alarmsNotified(facts);
-
-      // Assess
-      expect(result.holds).toBe(false);
-      expect(result.violations).toEqual([
-        `tenang-dev-payment-consumer-dlq → ${TOPIC}: published, but no confirmed subscriber received it (${says})`,
-      ]);
-    },
-  );
-
-  it('when transitions owed actions but nothing was published, it fails; when every one was delivered, it holds', () => {
-    expect(alarmsNotified({ ...healthy(), alarmNotifications: { owed: 2, deliveries: [] } }).holds).toBe(
-      false,
-    );
-    expect(alarmsNotified(healthy()).holds).toBe(true);
-    expect(alarmsNotified({ ...healthy(), alarmNotifications: { owed: 0, deliveries: [] } }).holds).toBe(
-      true,
-    );
-  });
-});
 
 function verdicts(facts: InvariantFacts): Record<string, boolean> {
   return Object.fromEntries(checkInvariants(facts).map((i) => [i.name, i.holds]));
@@ -394,46 +313,6 @@ describe('Module: order-invariants', () => {
       const notified = results.find((r) => r.name.startsWith('every PAID order got its notification'));
       expect(notified?.violations).toHaveLength(21);
       expect(notified?.violations[20]).toBe('… and 5 more');
-    });
-  });
-
-  describe('Function: everyDeclaredJobDone', () => {
-    const job = { jobType: 'invoice.issue', idempotencyKey: 'r1:invoice.issue:1', correlationId: 'c1' };
-
-    it('when every judged job has its completed record, it holds and counts what it judged', () => {
-      // Act
-      const result = everyDeclaredJobDone({
-        ...healthy(),
-        declaredJobs: [
-          { ...job, done: true, evidence: 'COMPLETED' },
-          { ...job, idempotencyKey: 'r1:invoice.issue:2', done: undefined, evidence: undefined },
-        ],
-      });
-
-      // Assess
-      expect(result.holds).toBe(true);
-      expect(result.detail).toBe('1 of 2 jobs judged (invoice.issue)');
-    });
-
-    it('when a job never completed, it fails and names the job', () => {
-      // Act
-      const result = everyDeclaredJobDone({
-        ...healthy(),
-        declaredJobs: [{ ...job, done: false, evidence: undefined }],
-      });
-
-      // Assess
-      expect(result.holds).toBe(false);
-      expect(result.violations).toEqual([
-        'invoice.issue r1:invoice.issue:1: no completed idempotency record',
-      ]);
-    });
-
-    it('when the app declares no job types of its own, it holds and says so', () => {
-      expect(everyDeclaredJobDone(healthy())).toMatchObject({
-        holds: true,
-        detail: 'no job type of the app got jobs from its samplePayload',
-      });
     });
   });
 });
