@@ -160,7 +160,11 @@ async function main(argv: readonly string[]): Promise<number> {
     .option('--stage <name>', 'stage to deploy', 'dev')
     .option('--scenario <name>', `scenario to run: ${Object.keys(SCENARIOS).join(', ')}`, 'default')
     .option('--duration <seconds>', "seconds of traffic (default: the scenario's)", positiveNumber)
-    .option('--rate <payments/s>', "payments per second (default: the scenario's)", positiveNumber)
+    .option(
+      '--rate <per-second>',
+      "traffic per second: of the app's scenario flow when it runs (the reference's: payments), else jobs (default: the scenario's)",
+      positiveNumber,
+    )
     .action(async (opts: { stage: string; scenario: string; duration?: number; rate?: number }) => {
       exitCode = await localStart(opts, runIo);
     });

@@ -19,12 +19,8 @@ import {
   type DeclaredJobFact,
   type ProviderCall,
 } from '../../lib/local/scenario-declared-jobs';
-import {
-  everyDeclaredJobDone,
-  PAID_STATES,
-  type LedgerFact,
-  type PoisonFact,
-} from '../../lib/local/scenario-invariants';
+import { everyDeclaredJobDone, type PoisonFact } from '../../lib/local/scenario-invariants';
+import { PAID_STATES, type LedgerFact } from '../../examples/reference/local/order-invariants';
 
 /** The template of the notifications the workload enqueues itself (the outbox sends order-paid). */
 export const WORKLOAD_TEMPLATE = 'order-shipped';

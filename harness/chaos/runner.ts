@@ -43,11 +43,13 @@ import {
   type DeclaredJobFact,
 } from '../../lib/local/scenario-declared-jobs';
 import { readDeadLetters, type DeadLetterQueue } from '../../lib/local/scenario-facts';
-import { runIncident, type IncidentQueue } from '../../lib/local/scenario-incidents';
+import { runIncident } from '../../examples/reference/local/order-incidents';
+import type { IncidentQueue } from '../../lib/local/scenario-queues';
 import type { PoisonFact } from '../../lib/local/scenario-invariants';
 import { FunctionOutputObserver } from '../../lib/local/scenario-observer';
 import { ScenarioRedis } from '../../lib/local/scenario-redis';
-import { callApi, TrafficGenerator } from '../../lib/local/traffic';
+import { callApi } from '../../lib/local/traffic';
+import { TrafficGenerator } from '../../examples/reference/local/traffic';
 import {
   checkChaos,
   WORKLOAD_TEMPLATE,
@@ -692,7 +694,7 @@ async function injectFaults(
   const has = (f: FaultKind): boolean => config.faults.includes(f);
   const fired: Record<string, number> = {};
   await sleep(plan.startAfterMs);
-  // The poison of every run: three malformed messages (lib/local/scenario-incidents.ts).
+  // The poison of every run: three malformed messages (examples/reference/local/order-incidents.ts).
   const controller = new AbortController();
   await runIncident(
     { kind: 'poison-message', atSeconds: 0 },

@@ -32,7 +32,11 @@ export interface AppExtensions {
    * given, by drill name. @default the first job type the pipeline declares with a samplePayload
    */
   readonly drillJobTypes?: Readonly<Record<string, string>>;
-  /** The scenario's traffic of the app's own domain, beside the declared job types' jobs. */
+  /**
+   * The scenario's traffic of the app's own domain, beside the declared job types' jobs: its
+   * incidents, invariants and report sections (lib/local/scenario-flow.ts), and its `seed` hook,
+   * which `tenang local up` calls once the pipeline runs.
+   */
   readonly scenarioFlow?: ScenarioFlow;
 }
 
@@ -104,6 +108,17 @@ function validated(file: string, value: unknown): AppExtensions {
   for (const d of (drills ?? []) as { name?: unknown; run?: unknown }[])
     if (typeof d?.name !== 'string' || typeof d.run !== 'function')
       throw new LocalEnvError(`${file}: every drill needs a name and a run function`);
+  const flow = candidate.scenarioFlow as Record<string, unknown> | undefined;
+  if (flow !== undefined) {
+    if (flow === null || typeof flow !== 'object')
+      throw new LocalEnvError(`${file}: scenarioFlow must be a scenario flow (lib/local/scenario-flow.ts)`);
+    const missing = [
+      ...(typeof flow.name === 'string' && flow.name.length > 0 ? [] : ['a name']),
+      ...(['jobTypes', 'prepare'] as const).filter((m) => typeof flow[m] !== 'function'),
+      ...(flow.seed === undefined || typeof flow.seed === 'function' ? [] : ['seed as a function']),
+    ];
+    if (missing.length > 0) throw new LocalEnvError(`${file}: scenarioFlow needs ${missing.join(', ')}`);
+  }
   return candidate as AppExtensions;
 }
 

@@ -213,19 +213,19 @@ export function reportCharts(report: ScenarioReport): LineChart[] {
       bands,
       series: byName(report.series.dlq),
     },
-    {
-      id: 'cache-hit-ratio',
-      title: 'Cache hit ratio per interval (gaps: no reads)',
-      unit: 'hit ratio',
+    // The app's scenario flow's own charts, when the run had one.
+    ...(report.flow?.charts ?? []).map((c): LineChart => ({
+      id: c.id,
+      title: c.title,
+      unit: c.unit,
       xs,
       bands,
-      yMax: 1,
-      formatY: (v) => `${Math.round(v * 100)}%`,
-      series: [{ name: 'hit ratio', values: report.series.cacheHitRatio }],
-    },
+      ...(c.yMax === undefined ? {} : { yMax: c.yMax }),
+      ...(c.percent === true ? { formatY: (v: number) => `${Math.round(v * 100)}%` } : {}),
+      series: [{ name: c.unit, values: c.values }],
+    })),
   ];
-  // Without the order flow nothing reads through the cache.
-  return report.orderFlow ? charts : charts.filter((c) => c.id !== 'cache-hit-ratio');
+  return charts;
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[], className = ''): string {
@@ -353,12 +353,14 @@ export function renderReportHtml(report: ScenarioReport): string {
         d.entries.length === 0
           ? ''
           : table(
-              ['error class', 'kind', 'attempts', 'order', 'message', 'body'],
+              ['error class', 'kind', 'attempts', 'payload fields', 'message', 'body'],
               d.entries.map((e) => [
                 e.errorClass,
                 e.errorKind ?? '',
                 e.attempts === undefined ? '' : String(e.attempts),
-                e.orderId ?? '',
+                Object.entries(e.payloadFields ?? {})
+                  .map(([k, v]) => `${k}=${v}`)
+                  .join(' '),
                 e.errorMessage ?? '',
                 e.body,
               ]),
@@ -367,8 +369,7 @@ export function renderReportHtml(report: ScenarioReport): string {
     })
     .join('\n');
   const dup = report.duplicatesPrevented;
-  const cacheRatio =
-    report.cache.hitRatio === null ? 'no reads' : `${(report.cache.hitRatio * 100).toFixed(1)}%`;
+  const flow = report.flow;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -388,9 +389,9 @@ ${table(
     ['ended', s.endedAt],
     [
       'duration, rate',
-      report.orderFlow
-        ? `${s.durationSeconds} s of traffic at ${s.ratePerSecond} payments/s`
-        : `${s.durationSeconds} s of traffic: jobs of every job type made from its samplePayload`,
+      flow === undefined
+        ? `${s.durationSeconds} s of traffic: jobs of every job type made from its samplePayload`
+        : `${s.durationSeconds} s of traffic at ${s.ratePerSecond} ${flow.rateUnit} (${flow.name})`,
     ],
     ['stage', s.stage],
     ['Redis', s.redis],
@@ -399,11 +400,12 @@ ${table(
       `provision ${seconds(report.timings.provisionMs)}, traffic ${seconds(report.timings.runMs)}, drain ${seconds(report.timings.drainMs)}, collect ${seconds(report.timings.collectMs)}, total ${seconds(report.timings.totalMs)}`,
     ],
     [
-      'cache hit ratio',
-      report.orderFlow
-        ? `${cacheRatio} (${report.cache.hits} hits, ${report.cache.misses} misses of which ${report.cache.bypasses} bypasses)`
-        : 'not applicable: the pipeline has no order flow reading through the cache',
+      'scenario flow',
+      flow === undefined
+        ? 'none: no scenario flow of the app runs on this pipeline (declared job types only)'
+        : flow.name,
     ],
+    ...(flow?.facts ?? []).map((f) => [f.label, f.value]),
     ['job types', report.jobTypes.map((j) => `${j.name} (${j.consumer})`).join(', ')],
   ],
   'meta',
@@ -443,14 +445,8 @@ ${table(
 ${table(
   ['where', 'count'],
   [
-    ...(report.orderFlow
-      ? [
-          ['ingress: repeated Idempotency-Key answered with the first job (202)', String(dup.ingressRepeats)],
-          ['ingress: repeat while the first was in flight (409)', String(dup.ingressInFlight)],
-        ]
-      : []),
     ['consumers: job found already done (DuplicateIgnored)', String(dup.consumerDuplicatesIgnored)],
-    ...(report.orderFlow ? [['outbox relay: follow-up already enqueued', String(dup.outboxDuplicates)]] : []),
+    ...dup.flow.map((d) => [d.where, String(d.count)]),
   ],
 )}
 ${table(

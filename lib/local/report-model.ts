@@ -6,7 +6,7 @@
  */
 
 /** Bumped when a field changes meaning, so readers of old JSON files can tell. */
-export const REPORT_SCHEMA_VERSION = 1;
+export const REPORT_SCHEMA_VERSION = 2;
 
 /** One job type's queue at one instant. */
 export interface QueueSample {
@@ -51,9 +51,9 @@ export interface PipelineSample {
 
 /** A job type as the report names it. */
 export interface ReportedJobType {
-  /** e.g. payment.capture */
+  /** e.g. invoice.issue */
   readonly name: string;
-  /** Its consumer, which is also the metrics' service dimension, e.g. payment-consumer. */
+  /** Its consumer, which is also the metrics' service dimension, e.g. invoice-consumer. */
   readonly consumer: string;
 }
 
@@ -84,8 +84,8 @@ export interface DlqEntry {
   readonly errorKind?: string;
   readonly errorMessage?: string;
   readonly attempts?: number;
-  readonly orderId?: string;
-  readonly sku?: string;
+  /** The job payload's top-level string fields (the app's ids), when the body is a job envelope. */
+  readonly payloadFields?: Readonly<Record<string, string>>;
   /** The body, cut to a few hundred characters. */
   readonly body: string;
   /** ISO-8601, when it reached the queue. */
@@ -123,7 +123,7 @@ export interface AlarmSection {
 /** Jobs of one type that went in and came out. */
 export interface JobAccounting {
   readonly jobType: string;
-  /** Jobs put on the queue (accepted by the API, relayed by the outbox, or injected). */
+  /** Jobs put on the queue (by the traffic, by the app's flow, or injected). */
   readonly in: number;
   readonly succeeded: number;
   readonly duplicatesIgnored: number;
@@ -138,14 +138,10 @@ export interface JobAccounting {
 
 /** Duplicates the pipeline absorbed, by where. */
 export interface DuplicatesPrevented {
-  /** Repeated POSTs answered with the first job id (202, duplicate: true). */
-  readonly ingressRepeats: number;
-  /** Repeated POSTs answered 409 while the first was in flight. */
-  readonly ingressInFlight: number;
   /** Jobs a consumer found already done (DuplicateIgnored). */
   readonly consumerDuplicatesIgnored: number;
-  /** Follow-ups the outbox relay had already enqueued. */
-  readonly outboxDuplicates: number;
+  /** Those the app's scenario flow's own parts absorbed, by where (FlowReport.duplicates). */
+  readonly flow: readonly { readonly where: string; readonly count: number }[];
   readonly total: number;
 }
 
@@ -165,14 +161,33 @@ export interface InvariantResult {
   readonly violations: readonly string[];
 }
 
-/** Cache reads over the run. */
-export interface CacheTotals {
-  readonly hits: number;
-  readonly misses: number;
-  /** Reads served from DynamoDB because Redis did not answer (also counted as misses). */
-  readonly bypasses: number;
-  /** hits / (hits + misses), or null without reads. */
-  readonly hitRatio: number | null;
+/** A chart of an app's scenario flow, aligned on the report's samples. */
+export interface FlowChart {
+  /** Its id in the page (data-chart). */
+  readonly id: string;
+  readonly title: string;
+  readonly unit: string;
+  /** One value per sample; null where there is none. */
+  readonly values: readonly (number | null)[];
+  /** The axis's top. @default the highest value */
+  readonly yMax?: number;
+  /** Values are ratios shown as percentages. @default false */
+  readonly percent?: boolean;
+}
+
+/** An app's scenario flow's parts of the report (lib/local/scenario-flow.ts), in generic form. */
+export interface FlowReport {
+  /** The flow's name. */
+  readonly name: string;
+  /** What the run's rate counts, e.g. "orders/s". */
+  readonly rateUnit: string;
+  /** Rows of the report's head table. */
+  readonly facts: readonly { readonly label: string; readonly value: string }[];
+  /** Duplicates the flow's own parts absorbed, by where (beside the consumers' DuplicateIgnored). */
+  readonly duplicates: readonly { readonly where: string; readonly count: number }[];
+  readonly charts: readonly FlowChart[];
+  /** Lines of the summary printed when the run ends. */
+  readonly summary: readonly string[];
 }
 
 /** Time series for the charts, all aligned on tSeconds. */
@@ -186,10 +201,6 @@ export interface ReportSeries {
   readonly dlq: Readonly<Record<string, readonly number[]>>;
   /** Retries within each interval, by job type and stream consumer (the first point is 0). */
   readonly retries: Readonly<Record<string, readonly number[]>>;
-  /** Hit ratio of the reads within each interval; null where there were none. */
-  readonly cacheHitRatio: readonly (number | null)[];
-  /** Reads within each interval. */
-  readonly cacheReads: readonly number[];
 }
 
 /** Scenario metadata. */
@@ -226,17 +237,13 @@ export interface ScenarioReport {
   readonly series: ReportSeries;
   readonly jobs: readonly JobAccounting[];
   readonly duplicatesPrevented: DuplicatesPrevented;
-  /** By provider: the order flow's payment and messaging, and each one the app's job types declare. */
+  /** By provider: the app's scenario flow's, and each one the app's job types declare. */
   readonly providers: Readonly<Record<string, ProviderTotals>>;
   readonly dlq: readonly DlqSummary[];
   readonly alarms: AlarmSection;
-  readonly cache: CacheTotals;
   readonly invariants: readonly InvariantResult[];
-  /**
-   * Whether the run had the reference's order flow (lib/local/order-flow.ts): without it, the
-   * ingress, the outbox and the cache are not part of the pipeline, and the report leaves them out.
-   */
-  readonly orderFlow: boolean;
+  /** The app's scenario flow's parts, when the run had one (lib/local/scenario-flow.ts). */
+  readonly flow?: FlowReport;
   /** Every invariant holds, every incident was injected and the run was not interrupted. */
   readonly ok: boolean;
 }
@@ -251,9 +258,6 @@ export const REPORT_METRIC = {
   cacheMiss: 'CacheMiss',
   cacheBypass: 'CacheBypass',
 } as const;
-
-/** The order-reader's service name, which emits the cache metrics. */
-export const CACHE_SERVICE = 'order-reader';
 
 /** A counter's value, 0 when never emitted. */
 export function counterOf(counters: Counters, service: string, metric: string): number {
@@ -297,11 +301,6 @@ export function deriveSeries(
     dlq[c] = samples.map((s) => s.streams[c]?.onFailure ?? 0);
     retries[c] = perInterval(samples.map((s) => s.streams[c]?.retries ?? 0));
   }
-  const hits = perInterval(samples.map((s) => counterOf(s.counters, CACHE_SERVICE, REPORT_METRIC.cacheHit)));
-  const misses = perInterval(
-    samples.map((s) => counterOf(s.counters, CACHE_SERVICE, REPORT_METRIC.cacheMiss)),
-  );
-  const cacheReads = hits.map((h, i) => h + (misses[i] ?? 0));
   return {
     tSeconds: samples.map((s) => Math.round(s.atMs / 100) / 10),
     depth: pick((q) => q.depth),
@@ -309,17 +308,7 @@ export function deriveSeries(
     oldestAgeSeconds: pick((q) => q.oldestAgeSeconds),
     dlq,
     retries,
-    cacheHitRatio: cacheReads.map((reads, i) => (reads === 0 ? null : (hits[i] ?? 0) / reads)),
-    cacheReads,
   };
-}
-
-/** Cache totals from the last sample's counters. */
-export function cacheTotals(counters: Counters): CacheTotals {
-  const hits = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheHit);
-  const misses = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheMiss);
-  const bypasses = counterOf(counters, CACHE_SERVICE, REPORT_METRIC.cacheBypass);
-  return { hits, misses, bypasses, hitRatio: hits + misses === 0 ? null : hits / (hits + misses) };
 }
 
 /** How many DLQ entries a summary lists in full. */
@@ -350,14 +339,11 @@ export interface ReportInput {
   readonly jobsIn: Readonly<Record<string, number>>;
   readonly dlqQueues: readonly { readonly queue: string; readonly source: string }[];
   readonly dlqEntries: readonly DlqEntry[];
-  readonly duplicates: Pick<DuplicatesPrevented, 'ingressRepeats' | 'ingressInFlight'>;
   readonly providers: Readonly<Record<string, ProviderTotals>>;
   readonly alarms: AlarmSection;
   readonly invariants: readonly InvariantResult[];
-  /** The outbox relay's service name (its DuplicateIgnored counts follow-ups not enqueued twice). @default - none */
-  readonly outboxService?: string;
-  /** Whether the run had the reference's order flow. @default true */
-  readonly orderFlow?: boolean;
+  /** The app's scenario flow's parts, when the run had one. @default - none */
+  readonly flow?: FlowReport;
 }
 
 const EMPTY_SAMPLE: PipelineSample = {
@@ -391,16 +377,11 @@ export function buildReport(input: ReportInput): ScenarioReport {
     (sum, j) => sum + counterOf(counters, j.consumer, REPORT_METRIC.duplicateIgnored),
     0,
   );
-  const outboxDuplicates =
-    input.outboxService === undefined
-      ? 0
-      : counterOf(counters, input.outboxService, REPORT_METRIC.duplicateIgnored);
-  const d = input.duplicates;
+  const flowDuplicates = input.flow?.duplicates ?? [];
   const duplicatesPrevented: DuplicatesPrevented = {
-    ...d,
     consumerDuplicatesIgnored,
-    outboxDuplicates,
-    total: d.ingressRepeats + d.ingressInFlight + consumerDuplicatesIgnored + outboxDuplicates,
+    flow: flowDuplicates,
+    total: consumerDuplicatesIgnored + flowDuplicates.reduce((sum, d) => sum + d.count, 0),
   };
   const ok =
     !input.scenario.interrupted &&
@@ -420,9 +401,8 @@ export function buildReport(input: ReportInput): ScenarioReport {
     providers: input.providers,
     dlq,
     alarms: input.alarms,
-    cache: cacheTotals(counters),
     invariants: input.invariants,
-    orderFlow: input.orderFlow ?? true,
+    ...(input.flow === undefined ? {} : { flow: input.flow }),
     ok,
   };
 }

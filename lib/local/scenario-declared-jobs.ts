@@ -1,7 +1,6 @@
 /**
- * Traffic for the job types an app declares beyond the reference's order flow. The scenario's
- * orders make payments, notifications and reservations; a job type it knows nothing else about
- * gets jobs built from its config's `samplePayload`, sent straight to its queue, each with its
+ * Traffic for the job types an app declares. A job type whose traffic no scenario flow of the
+ * app makes (lib/local/scenario-flow.ts) gets jobs built from its config's `samplePayload`, sent straight to its queue, each with its
  * own idempotency key. After the drain, each one's effect is read back the way `dlq replay`
  * reads it (its Powertools idempotency record), so the scenario's verdict covers it too. The chaos
  * suite and the generic drills send and judge such jobs with the same functions (one job done
@@ -13,7 +12,6 @@ import { providerVariable, type ResolvedJobType } from '../config';
 import { makeEnvelope } from '../core/envelope';
 import { DynamoDbEffectChecker } from '../ops/replay-effects';
 import type { FakeProvider } from './fake-provider';
-import { ORDER_FLOW_JOB_TYPE_NAMES } from './order-flow';
 
 /** A job the scenario sent for a declared job type. */
 export interface DeclaredJob {
@@ -31,12 +29,12 @@ export interface DeclaredJobFact extends DeclaredJob {
 
 /**
  * Job types whose config gives a sample payload and whose traffic nothing else makes:
- * `madeElsewhere` names the job types the order flow's traffic makes (lib/local/order-flow.ts
- * orderFlowJobTypes: none when the pipeline has no order flow). @default the order flow's job types
+ * `madeElsewhere` names the job types the app's scenario flow makes the traffic of
+ * (lib/local/scenario-flow.ts ScenarioFlow.jobTypes: none without one). @default none
  */
 export function declaredJobTypes(
   jobTypes: readonly ResolvedJobType[],
-  madeElsewhere: readonly string[] = ORDER_FLOW_JOB_TYPE_NAMES,
+  madeElsewhere: readonly string[] = [],
 ): ResolvedJobType[] {
   return jobTypes.filter((j) => !madeElsewhere.includes(j.name) && j.samplePayload !== undefined);
 }

@@ -1,11 +1,12 @@
 /**
- * The facts a finished scenario is judged on, read from the sources of truth: the orders and
- * inventory tables, and the dead letters. DLQs are read with ReceiveMessage once, at the very end
+ * The facts a finished scenario is judged on, read from the sources of truth: the dead letters,
+ * and for an app's scenario flow, items' states and a table's stream read back. DLQs are read with ReceiveMessage once, at the very end
  * (it raises their receive counts and hides them for a minute; nothing consumes a DLQ, so that is
  * harmless then, and they reappear for `tenang dlq`).
  */
 import {
   BatchGetItemCommand,
+  DescribeTableCommand,
   type BatchGetItemCommandOutput,
   type DynamoDBClient,
   type KeysAndAttributes,
@@ -18,12 +19,9 @@ import {
   type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
 import { ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
 import { isStreamReadThrottle } from '../adapters/aws/stream-read-throttles';
 import { DLQ_ATTRIBUTE } from '../adapters/aws/sqs-job-runner';
-import { REFERENCE_TABLE_KEYS } from '../reference/tables';
 import type { DlqEntry } from './report-model';
-import type { StockFact, StreamRecordFact } from './scenario-invariants';
 
 /** A queue whose dead letters are read, and what kind of records it holds. */
 export interface DeadLetterQueue {
@@ -44,16 +42,23 @@ function attribute(m: Message, name: string): string | undefined {
   return m.MessageAttributes?.[name]?.StringValue;
 }
 
-/** The order id and SKU a job body names, when it is a job envelope. */
-function payloadIds(body: string): { orderId?: string; sku?: string } {
+/** Characters of a payload field kept in a DlqEntry. */
+const PAYLOAD_FIELD_CHARS = 120;
+
+/**
+ * The top-level string fields of the payload a job body carries, when it is a job envelope: what
+ * matches a dead letter to the work it stood for (an app's ids); undefined otherwise.
+ */
+function payloadFields(body: string): Record<string, string> | undefined {
   try {
-    const payload = (JSON.parse(body) as { payload?: { orderId?: unknown; sku?: unknown } } | null)?.payload;
-    return {
-      ...(typeof payload?.orderId === 'string' ? { orderId: payload.orderId } : {}),
-      ...(typeof payload?.sku === 'string' ? { sku: payload.sku } : {}),
-    };
+    const payload = (JSON.parse(body) as { payload?: unknown } | null)?.payload;
+    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return undefined;
+    const fields = Object.entries(payload).filter((e): e is [string, string] => typeof e[1] === 'string');
+    return fields.length === 0
+      ? undefined
+      : Object.fromEntries(fields.map(([k, v]) => [k, v.slice(0, PAYLOAD_FIELD_CHARS)]));
   } catch {
-    return {};
+    return undefined;
   }
 }
 
@@ -86,6 +91,7 @@ export function toDlqEntry(q: Pick<DeadLetterQueue, 'queue' | 'source' | 'kind'>
     };
   }
   const attempts = attribute(m, DLQ_ATTRIBUTE.attempts);
+  const fields = payloadFields(body);
   return {
     queue: q.queue,
     source: q.source,
@@ -94,7 +100,7 @@ export function toDlqEntry(q: Pick<DeadLetterQueue, 'queue' | 'source' | 'kind'>
     errorKind: attribute(m, DLQ_ATTRIBUTE.errorKind),
     errorMessage: attribute(m, DLQ_ATTRIBUTE.errorMessage),
     attempts: attempts === undefined ? undefined : Number(attempts),
-    ...payloadIds(body),
+    ...(fields === undefined ? {} : { payloadFields: fields }),
     body: cut,
     sentAt,
   };
@@ -132,22 +138,36 @@ export async function readDeadLetters(
   return entries;
 }
 
-/** Each order's state (strongly consistent); orders not found are absent. */
-export async function readOrderStates(
+/** A table's partition key attribute, from its description. */
+async function partitionKeyOf(dynamodb: DynamoDBClient, tableName: string): Promise<string> {
+  const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: tableName }));
+  const key = Table?.KeySchema?.find((k) => k.KeyType === 'HASH')?.AttributeName;
+  if (key === undefined) throw new Error(`table ${tableName} has no partition key`);
+  return key;
+}
+
+/**
+ * Each item's `attribute` (strongly consistent), by its partition key `ids` (string keys; a table
+ * without a sort key); items not found, or without the attribute, are absent. The key's name is
+ * read from the table's description unless given.
+ */
+export async function readItemStates(
   dynamodb: DynamoDBClient,
   tableName: string,
-  orderIds: readonly string[],
+  ids: readonly string[],
+  opts: { readonly partitionKey?: string; readonly attribute?: string } = {},
 ): Promise<Map<string, string>> {
-  const key = REFERENCE_TABLE_KEYS.orders.partitionKey;
+  const key = opts.partitionKey ?? (await partitionKeyOf(dynamodb, tableName));
+  const attribute = opts.attribute ?? 'state';
   const states = new Map<string, string>();
-  const unique = [...new Set(orderIds)];
+  const unique = [...new Set(ids)];
   for (let i = 0; i < unique.length; i += 100) {
     let request: Record<string, KeysAndAttributes> | undefined = {
       [tableName]: {
         Keys: unique.slice(i, i + 100).map((id) => ({ [key]: { S: id } })),
         ConsistentRead: true,
         ProjectionExpression: '#k, #s',
-        ExpressionAttributeNames: { '#k': key, '#s': 'state' },
+        ExpressionAttributeNames: { '#k': key, '#s': attribute },
       },
     };
     while (request !== undefined && Object.keys(request).length > 0) {
@@ -156,7 +176,7 @@ export async function readOrderStates(
       );
       for (const item of out.Responses?.[tableName] ?? []) {
         const id = item[key]?.S;
-        const state = item.state?.S;
+        const state = item[attribute]?.S;
         if (id !== undefined && state !== undefined) states.set(id, state);
       }
       request = out.UnprocessedKeys;
@@ -165,25 +185,25 @@ export async function readOrderStates(
   return states;
 }
 
-/** Stock and reservations of the SKUs a scenario seeded. */
-export async function readStock(
+/**
+ * readItemStates under the name lib/drills/support.ts imports it by, until the drills of the
+ * reference's domain move out of the kit with it.
+ */
+export const readOrderStates = (
   dynamodb: DynamoDBClient,
   tableName: string,
-  seeded: ReadonlyMap<string, number>,
-): Promise<Map<string, StockFact>> {
-  const store = new DynamoDbInventoryStore(dynamodb, tableName);
-  const stock = new Map<string, StockFact>();
-  for (const [sku, initial] of seeded) {
-    const level = await store.get(sku);
-    stock.set(sku, {
-      seeded: initial,
-      available: level?.available ?? 0,
-      reservations: Object.fromEntries(
-        Object.entries(level?.reservations ?? {}).map(([orderId, r]) => [orderId, r.quantity]),
-      ),
-    });
-  }
-  return stock;
+  ids: readonly string[],
+): Promise<Map<string, string>> => readItemStates(dynamodb, tableName, ids);
+
+/** One record of a DynamoDB stream, read back at the end. */
+export interface StreamRecord {
+  /** Numeric string. */
+  readonly sequence: string;
+  readonly eventName: string;
+  /** ISO-8601. */
+  readonly at: string;
+  /** The item's string key attributes, by name. */
+  readonly keys: Readonly<Record<string, string>>;
 }
 
 /** Records per GetRecords call when reading a stream back. */
@@ -218,9 +238,9 @@ async function getRecordsWithinReaderLimit(
 export async function readStreamRecords(
   streams: DynamoDBStreamsClient,
   streamArn: string,
-): Promise<StreamRecordFact[]> {
+): Promise<StreamRecord[]> {
   const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
-  const records: StreamRecordFact[] = [];
+  const records: StreamRecord[] = [];
   for (const shard of StreamDescription?.Shards ?? []) {
     let iterator = (
       await streams.send(
@@ -241,7 +261,9 @@ export async function readStreamRecords(
           sequence,
           eventName: r.eventName ?? '?',
           at: at === undefined ? '' : new Date(at).toISOString(),
-          orderId: r.dynamodb?.Keys?.[REFERENCE_TABLE_KEYS.orders.partitionKey]?.S,
+          keys: Object.fromEntries(
+            Object.entries(r.dynamodb?.Keys ?? {}).flatMap(([k, v]) => (v.S === undefined ? [] : [[k, v.S]])),
+          ),
         });
       }
       // An open shard always hands out a next iterator: stop at the first empty page.

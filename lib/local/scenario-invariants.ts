@@ -1,60 +1,18 @@
 /**
  * The invariants a scenario checks once the pipeline has drained, over facts read from the
- * sources of truth (the providers' ledgers, the orders and inventory tables, the idempotency
- * records, the DLQs) rather than from what the pipeline says about itself. Pure: the facts come
- * in, verdicts go out. Two sets: what holds for any app (checkJobInvariants: dead letters,
- * drained queues, alarms reaching a person, each job of the app's own job types done exactly
- * once), and the reference's order flow's on top (checkInvariants: charges, PAID orders, their
- * notifications and reservations, stock, the orders stream), which a pipeline without the order
- * flow does not get at all.
+ * sources of truth (the providers' recording fakes, the idempotency records, the DLQs, the
+ * alarm deliveries) rather than from what the pipeline says about itself. Pure: the facts come
+ * in, verdicts go out. These hold for any app (checkJobInvariants: dead letters, drained queues,
+ * alarms reaching a person, each job of the app's own job types done exactly once); an app's
+ * scenario flow judges its own domain on top (lib/local/scenario-flow.ts ScenarioFlowRun.judge).
  */
-import { notificationKey } from '../reference/notification';
-import { paymentCaptureKey } from '../reference/payment';
 import type { DlqEntry, InvariantResult } from './report-model';
-import type { AcceptedPayment } from './traffic';
 import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from './scenario-declared-jobs';
-
-/** One side effect in a provider's ledger (lib/local/fake-provider.ts LedgerEntry). */
-export interface LedgerFact {
-  readonly idempotencyKey: string;
-}
-
-/** A SKU's stock at the end, and what was seeded. */
-export interface StockFact {
-  readonly seeded: number;
-  readonly available: number;
-  /** Reserved quantity by order id. */
-  readonly reservations: Readonly<Record<string, number>>;
-}
 
 /** A message the scenario put straight on a queue, malformed on purpose. */
 export interface PoisonFact {
   readonly jobType: string;
   readonly body: string;
-}
-
-/** One record of the orders table's stream, read back at the end. */
-export interface StreamRecordFact {
-  /** Numeric string. */
-  readonly sequence: string;
-  readonly eventName: string;
-  /** ISO-8601. */
-  readonly at: string;
-  readonly orderId?: string;
-}
-
-/** A stream consumer and the highest sequence number it logged having received. */
-export interface StreamConsumerFact {
-  readonly consumer: string;
-  /** Undefined when it logged none. */
-  readonly highestSeen: bigint | undefined;
-}
-
-/** Job type names as the facts use them. */
-export interface InvariantJobTypes {
-  readonly payment: string;
-  readonly notification: string;
-  readonly inventory: string;
 }
 
 /** The side effects the declared providers' fakes recorded, and which providers each job type calls. */
@@ -110,173 +68,15 @@ export interface JobInvariantFacts {
   readonly redelivered?: readonly RedeliveredJobFact[];
 }
 
-/** What the order flow's invariants read besides. */
-export interface OrderFlowFacts {
-  readonly jobTypes: InvariantJobTypes;
-  readonly accepted: readonly AcceptedPayment[];
-  readonly charges: readonly LedgerFact[];
-  readonly messages: readonly LedgerFact[];
-  /** Order state by order id; an order not found is absent. */
-  readonly orderStates: ReadonlyMap<string, string>;
-  /** By SKU, for the SKUs the scenario seeded. */
-  readonly stock: ReadonlyMap<string, StockFact>;
-  /** The orders stream read back, and what its consumers saw. */
-  readonly stream: {
-    readonly records: readonly StreamRecordFact[];
-    /** Consumers that log every record they receive (the cache invalidator does). */
-    readonly consumers: readonly StreamConsumerFact[];
-  };
-}
-
-/** Everything the invariants of a pipeline with the order flow read. */
-export interface InvariantFacts extends JobInvariantFacts, OrderFlowFacts {}
-
-/** Order states that mean the payment was captured (PAID or only reachable after it). */
-export const PAID_STATES: readonly string[] = ['PAID', 'RESERVED'];
-
-/** The notification template the outbox sends when an order is paid (lib/core/outbox.ts). */
-const PAID_TEMPLATE = 'order-paid';
-
 /** Violations listed per invariant; the rest are counted. */
 export const VIOLATIONS_LISTED = 20;
 
-function verdict(name: string, detail: string, violations: readonly string[]): InvariantResult {
+/** An invariant's verdict: it holds without violations; the first VIOLATIONS_LISTED are listed. */
+export function verdict(name: string, detail: string, violations: readonly string[]): InvariantResult {
   const listed = violations.slice(0, VIOLATIONS_LISTED);
   if (violations.length > VIOLATIONS_LISTED)
     listed.push(`… and ${violations.length - VIOLATIONS_LISTED} more`);
   return { name, holds: violations.length === 0, detail, violations: listed };
-}
-
-function countBy<T>(items: readonly T[], key: (item: T) => string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const item of items) counts.set(key(item), (counts.get(key(item)) ?? 0) + 1);
-  return counts;
-}
-
-/** Accepted payments with one entry per payment id (a payment accepted twice is one payment). */
-function distinctPayments(accepted: readonly AcceptedPayment[]): AcceptedPayment[] {
-  const byId = new Map<string, AcceptedPayment>();
-  for (const p of accepted) if (!byId.has(p.paymentId)) byId.set(p.paymentId, p);
-  return [...byId.values()];
-}
-
-/** Exactly one charge per accepted payment key, and no charge nobody accepted. */
-export function exactlyOneChargePerKey(facts: InvariantFacts): InvariantResult {
-  const payments = distinctPayments(facts.accepted);
-  const expected = new Set(payments.map((p) => paymentCaptureKey(p.paymentId)));
-  const charged = countBy(facts.charges, (c) => c.idempotencyKey);
-  const violations: string[] = [];
-  for (const key of expected) {
-    const n = charged.get(key) ?? 0;
-    if (n !== 1) violations.push(`${key}: charged ${n} times`);
-  }
-  for (const [key, n] of charged) {
-    if (!expected.has(key))
-      violations.push(`${key}: charged ${n} time(s) but no payment with this key was accepted`);
-  }
-  return verdict(
-    'exactly one charge per payment key (provider ledger)',
-    `${expected.size} accepted payment keys, ${facts.charges.length} charges`,
-    violations,
-  );
-}
-
-/** Every accepted payment's order ends PAID. */
-export function everyAcceptedPaymentPaid(facts: InvariantFacts): InvariantResult {
-  const payments = distinctPayments(facts.accepted);
-  const violations = payments.flatMap((p) => {
-    const state = facts.orderStates.get(p.orderId);
-    return state !== undefined && PAID_STATES.includes(state)
-      ? []
-      : [`order ${p.orderId} (payment ${p.paymentId}, via ${p.via}) is ${state ?? 'missing'}`];
-  });
-  return verdict('every accepted payment ends PAID', `${payments.length} accepted payments`, violations);
-}
-
-/** Paid orders among the accepted ones, once each. */
-function paidOrders(facts: InvariantFacts): AcceptedPayment[] {
-  const byOrder = new Map<string, AcceptedPayment>();
-  for (const p of facts.accepted) {
-    const state = facts.orderStates.get(p.orderId);
-    if (state !== undefined && PAID_STATES.includes(state) && !byOrder.has(p.orderId))
-      byOrder.set(p.orderId, p);
-  }
-  return [...byOrder.values()];
-}
-
-/** Every PAID order got its notification, or its notification job is in the DLQ. */
-export function everyPaidOrderNotified(facts: InvariantFacts): InvariantResult {
-  const sent = new Set(facts.messages.map((m) => m.idempotencyKey));
-  const dead = new Set(
-    facts.dlq.filter((e) => e.source === facts.jobTypes.notification).map((e) => e.orderId ?? ''),
-  );
-  let explained = 0;
-  const orders = paidOrders(facts);
-  const violations = orders.flatMap((p) => {
-    if (sent.has(notificationKey(p.orderId, PAID_TEMPLATE))) return [];
-    if (dead.has(p.orderId)) {
-      explained += 1;
-      return [];
-    }
-    return [`order ${p.orderId}: no notification sent and none in the DLQ`];
-  });
-  return verdict(
-    'every PAID order got its notification or a DLQ entry explaining why',
-    `${orders.length} paid orders, ${explained} explained by a DLQ entry`,
-    violations,
-  );
-}
-
-/** No notification key was sent twice. */
-export function noNotificationTwice(facts: InvariantFacts): InvariantResult {
-  const violations = [...countBy(facts.messages, (m) => m.idempotencyKey)]
-    .filter(([, n]) => n > 1)
-    .map(([key, n]) => `${key}: sent ${n} times`);
-  return verdict(
-    'no notification sent twice (messaging ledger)',
-    `${facts.messages.length} messages`,
-    violations,
-  );
-}
-
-/** Every PAID order holds a reservation per line, or the line's job is in the DLQ. */
-export function everyPaidOrderReserved(facts: InvariantFacts): InvariantResult {
-  const dead = new Set(
-    facts.dlq
-      .filter((e) => e.source === facts.jobTypes.inventory)
-      .map((e) => `${e.orderId ?? ''}|${e.sku ?? ''}`),
-  );
-  let lines = 0;
-  let explained = 0;
-  const orders = paidOrders(facts);
-  const violations = orders.flatMap((p) =>
-    p.lines.flatMap((line) => {
-      lines += 1;
-      if (facts.stock.get(line.sku)?.reservations[p.orderId] !== undefined) return [];
-      if (dead.has(`${p.orderId}|${line.sku}`)) {
-        explained += 1;
-        return [];
-      }
-      return [`order ${p.orderId}: no reservation of ${line.sku} and none in the DLQ`];
-    }),
-  );
-  return verdict(
-    'every PAID order got its reservations or a DLQ entry explaining why',
-    `${orders.length} paid orders, ${lines} lines, ${explained} explained by a DLQ entry`,
-    violations,
-  );
-}
-
-/** Stock is conserved: what left `available` is exactly what the reservations hold. */
-export function stockConserved(facts: InvariantFacts): InvariantResult {
-  const violations: string[] = [];
-  for (const [sku, s] of facts.stock) {
-    const reserved = Object.values(s.reservations).reduce((a, b) => a + b, 0);
-    if (s.seeded - s.available !== reserved) {
-      violations.push(`${sku}: seeded ${s.seeded}, available ${s.available}, reservations hold ${reserved}`);
-    }
-  }
-  return verdict('stock conserved (no double decrement)', `${facts.stock.size} SKUs`, violations);
 }
 
 /** Every poison message reached its DLQ as a permanent error. */
@@ -305,29 +105,6 @@ export function queuesDrained(facts: Pick<JobInvariantFacts, 'leftInQueues'>): I
   return verdict(
     'nothing stuck: every queue drained',
     Object.keys(facts.leftInQueues).join(', '),
-    violations,
-  );
-}
-
-/**
- * Every record of the orders stream reached the stream consumers: none has a sequence number
- * above the highest one each consumer logged. A change that never reaches them is a follow-up
- * never relayed and a cache key never invalidated.
- */
-export function streamFullyDelivered(facts: Pick<OrderFlowFacts, 'stream'>): InvariantResult {
-  const violations = facts.stream.consumers.flatMap((c) => {
-    const missed = facts.stream.records.filter(
-      (r) => c.highestSeen === undefined || BigInt(r.sequence) > c.highestSeen,
-    );
-    const first = missed[0];
-    if (first === undefined) return [];
-    return [
-      `${c.consumer}: ${missed.length} of ${facts.stream.records.length} record(s) never received, from sequence ${first.sequence} (${first.eventName} of order ${first.orderId ?? '?'} at ${first.at}) on`,
-    ];
-  });
-  return verdict(
-    'every order change reached the stream consumers (stream read back)',
-    `${facts.stream.records.length} stream records, ${facts.stream.consumers.map((c) => c.consumer).join(', ')}`,
     violations,
   );
 }
@@ -374,7 +151,7 @@ export function everyDeclaredJobDone(facts: Pick<JobInvariantFacts, 'declaredJob
   return verdict(
     "every job of the app's own job types ran (its idempotency record completed)",
     types.length === 0
-      ? 'no declared job types beyond the order flow'
+      ? 'no job type of the app got jobs from its samplePayload'
       : `${judged.length} of ${jobs.length} jobs judged (${types.join(', ')})`,
     violations,
   );
@@ -412,24 +189,6 @@ export function checkJobInvariants(facts: JobInvariantFacts): InvariantResult[] 
   return [
     poisonDeadLettered(facts),
     queuesDrained(facts),
-    alarmsNotified(facts),
-    everyDeclaredJobDone(facts),
-    ...(facts.declaredCalls === undefined ? [] : [declaredJobsDoneOnce(facts)]),
-  ];
-}
-
-/** Every invariant of a pipeline with the order flow, in report order. */
-export function checkInvariants(facts: InvariantFacts): InvariantResult[] {
-  return [
-    exactlyOneChargePerKey(facts),
-    everyAcceptedPaymentPaid(facts),
-    everyPaidOrderNotified(facts),
-    noNotificationTwice(facts),
-    everyPaidOrderReserved(facts),
-    stockConserved(facts),
-    poisonDeadLettered(facts),
-    queuesDrained(facts),
-    streamFullyDelivered(facts),
     alarmsNotified(facts),
     everyDeclaredJobDone(facts),
     ...(facts.declaredCalls === undefined ? [] : [declaredJobsDoneOnce(facts)]),

@@ -22,7 +22,7 @@ import {
   type DeclaredJob,
   type DeclaredJobIds,
 } from './scenario-declared-jobs';
-import { pause, readVisibilityTimeout } from './scenario-incidents';
+import { pause, readVisibilityTimeout } from './scenario-queues';
 import type { JobInvariantFacts, PoisonFact, RedeliveredJobFact } from './scenario-invariants';
 import { OBSERVED_EVENT, type FunctionOutputObserver } from './scenario-observer';
 import type { ScenarioJobType } from './scenario-targets';

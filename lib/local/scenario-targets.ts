@@ -1,21 +1,31 @@
 /**
  * What a scenario addresses in the deployed pipeline: every job type's queue, DLQ and consumer,
- * the stream consumers, the job types that get traffic from their `samplePayload`, and — when the
- * declaration has the reference's order flow (lib/local/order-flow.ts declaresOrderFlow) — the
- * order flow's own targets. Pure: it reads what a LocalPlatform holds, handed in.
+ * the stream consumers, and the job types that get traffic from their `samplePayload` (all of
+ * them with one, but those whose traffic the app's scenario flow makes). Pure: it reads what a
+ * LocalPlatform holds, handed in.
  */
 import type { PipelineConfig, ResolvedJobType } from '../config';
-import {
-  declaresOrderFlow,
-  deployedVariable,
-  orderFlowJobTypes,
-  resolveOrderFlowTargets,
-  type DeployedFunctions,
-  type OrderFlowTargets,
-} from './order-flow';
-import type { IncidentQueue } from './scenario-incidents';
+import type { IncidentQueue } from './scenario-queues';
 import type { ReportedJobType } from './report-model';
 import { declaredJobTypes } from './scenario-declared-jobs';
+
+/** The deployed functions' environments, and how a function is found by its logical name. */
+export interface DeployedFunctions {
+  readonly deployment: {
+    readonly functions: ReadonlyMap<string, { readonly environment: Readonly<Record<string, string>> }>;
+  };
+  functionNamed(suffix: string): string;
+}
+
+/** A deployed function's variable `name`; missing or empty is an error naming both. */
+export function deployedVariable(deployed: DeployedFunctions, functionName: string, name: string): string {
+  const fn = deployed.deployment.functions.get(functionName);
+  if (fn === undefined) throw new Error(`no deployed function ${functionName}`);
+  const value = fn.environment[name];
+  if (value === undefined || value === '')
+    throw new Error(`deployed function ${functionName} has no ${name}`);
+  return value;
+}
 
 /** What target resolution reads of a running platform (a LocalPlatform has all of it). */
 export interface DeployedPipeline extends DeployedFunctions {
@@ -50,15 +60,22 @@ export interface ScenarioTargets {
   readonly streams: readonly ScenarioStream[];
   /**
    * The job types that get jobs built from their `samplePayload` and the generic incidents: every
-   * one with a sample payload whose traffic the order flow does not make.
+   * one with a sample payload whose traffic the app's scenario flow does not make.
    */
   readonly declared: readonly ScenarioJobType[];
-  /** The order flow's targets; undefined when the declaration has no order flow (any other app). */
-  readonly orderFlow: OrderFlowTargets<ScenarioJobType> | undefined;
+  /** The job types whose traffic the app's scenario flow makes (none without one). */
+  readonly flowJobTypes: readonly string[];
 }
 
-/** Resolves the scenario's targets. @throws Error naming a job type or function the deployment lacks */
-export function resolveScenarioTargets(deployed: DeployedPipeline): ScenarioTargets {
+/**
+ * Resolves the scenario's targets; `flowJobTypes` names the job types the app's scenario flow
+ * makes the traffic of (ScenarioFlow.jobTypes). @default none
+ * @throws Error naming a job type or function the deployment lacks
+ */
+export function resolveScenarioTargets(
+  deployed: DeployedPipeline,
+  flowJobTypes: readonly string[] = [],
+): ScenarioTargets {
   const { config } = deployed;
   const jobTypes = config.jobTypes.map((j): ScenarioJobType => {
     const functionName = deployed.functionNamed(j.consumer);
@@ -82,12 +99,12 @@ export function resolveScenarioTargets(deployed: DeployedPipeline): ScenarioTarg
     const source = deployed.streamSources.find((s) => s.spec.functionName === functionName);
     return { consumer: c.consumer, functionName, onFailureUrl: source?.spec.onFailureQueueUrl };
   });
-  const sampled = new Set(declaredJobTypes(config.jobTypes, orderFlowJobTypes(config)).map((j) => j.name));
+  const sampled = new Set(declaredJobTypes(config.jobTypes, flowJobTypes).map((j) => j.name));
   return {
     config,
     jobTypes,
     streams,
     declared: jobTypes.filter((j) => sampled.has(j.name)),
-    orderFlow: declaresOrderFlow(config) ? resolveOrderFlowTargets(deployed, jobTypes) : undefined,
+    flowJobTypes,
   };
 }

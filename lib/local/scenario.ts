@@ -5,10 +5,11 @@
  * checked against the sources of truth, and a report (HTML + JSON) is written to
  * reports/<timestamp>/. Any app gets the generic part: jobs of every job type with a
  * `samplePayload` (lib/local/scenario-declared-jobs.ts), the incidents that fit any job type
- * (lib/local/scenario-job-incidents.ts) and the invariants that hold for any app. A pipeline with
- * the reference's order flow (lib/local/order-flow.ts decides it from the declaration) gets its
- * part on top (lib/local/scenario-order-flow.ts): payments through the HTTP API, whose
- * notification and inventory jobs follow through the outbox, its incidents and its invariants.
+ * (lib/local/scenario-job-incidents.ts) and the invariants that hold for any app. An app whose
+ * extensions give a scenario flow (lib/local/scenario-flow.ts, cdk.json's `tenang:extensions`)
+ * gets that flow's part on top when its pipeline holds it: the flow's traffic, its incidents,
+ * its invariants and its report sections (the reference's order flow:
+ * examples/reference/local/scenario-order-flow.ts).
  */
 import { createWriteStream } from 'node:fs';
 import * as path from 'node:path';
@@ -29,20 +30,11 @@ import {
   type ScenarioReport,
 } from './report-model';
 import { LiveStatus, statusRows, type StatusContext } from './live-status';
+import { loadAppExtensions } from './extensions';
 import { readDeadLetters, type DeadLetterQueue } from './scenario-facts';
-import {
-  pause,
-  readVisibilityTimeout,
-  runIncident,
-  type IncidentOutcome,
-  type IncidentSpec,
-} from './scenario-incidents';
-import {
-  checkInvariants,
-  checkJobInvariants,
-  type JobInvariantFacts,
-  type PoisonFact,
-} from './scenario-invariants';
+import type { FlowIncidentOutcome, ScenarioFlow, ScenarioFlowRun } from './scenario-flow';
+import { pause, readVisibilityTimeout } from './scenario-queues';
+import { checkJobInvariants, type JobInvariantFacts, type PoisonFact } from './scenario-invariants';
 import {
   declaredJobFacts,
   declaredProviderCalls,
@@ -57,7 +49,6 @@ import {
   type JobIncidentSpec,
 } from './scenario-job-incidents';
 import { FunctionOutputObserver, PipelineSampler } from './scenario-observer';
-import { OrderFlowRun } from './scenario-order-flow';
 import { resolveScenarioTargets, type ScenarioTargets } from './scenario-targets';
 import {
   ProcessDeathWatch,
@@ -75,10 +66,12 @@ export interface ScenarioDefinition {
   readonly description: string;
   /** Seconds of traffic. */
   readonly durationSeconds: number;
-  /** Payments per second (with the order flow), else jobs per second of the app's job types. */
+  /**
+   * Per second: of the app's scenario flow's unit when it runs (FlowReport.rateUnit), else jobs
+   * of the app's job types. (A flow plans its own incidents by the scenario's name:
+   * ScenarioFlowRun.incidents.)
+   */
   readonly ratePerSecond: number;
-  /** The order flow's incidents of a run with `durationSeconds` of traffic (a pipeline without it skips them). */
-  readonly incidents: (durationSeconds: number) => readonly IncidentSpec[];
   /**
    * The incidents played on any app's job types (those with a samplePayload), each on the job
    * types it fits (scenario-job-incidents.ts planJobIncidents).
@@ -94,23 +87,14 @@ export interface ScenarioDefinition {
   readonly statusLineEveryMs: number;
 }
 
-const outageLength = (d: number): number => Math.max(4, Math.min(30, Math.round(d * 0.17)));
-
-/** The scenarios, by name. */
+/** The scenarios, by name (an app's scenario flow plans its incidents for each name it knows). */
 export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
   default: {
     name: 'default',
     description:
-      "Steady traffic with incidents: a consumer crash after a job's effect, poison messages and duplicates on every job type; with the order flow also a provider outage, Redis down for 30 s and a duplicate burst through the API.",
+      "Steady traffic with incidents: a consumer crash after a job's effect, poison messages and duplicates on every job type; an app's scenario flow adds its own (the reference's order flow: a provider outage, Redis down and a duplicate burst through the API).",
     durationSeconds: 180,
     ratePerSecond: 2,
-    incidents: (d) => [
-      { kind: 'consumer-crash', atSeconds: Math.min(10, d * 0.05) },
-      { kind: 'poison-message', atSeconds: d * 0.15 },
-      { kind: 'provider-outage', atSeconds: d * 0.25, durationSeconds: outageLength(d) },
-      { kind: 'redis-down', atSeconds: d * 0.5, durationSeconds: outageLength(d) },
-      { kind: 'duplicate-burst', atSeconds: d * 0.75, copies: 20 },
-    ],
     jobIncidents: (d) => [
       { kind: 'crash-after-effect', atSeconds: Math.min(10, d * 0.05) },
       { kind: 'malformed-message', atSeconds: d * 0.15 },
@@ -127,19 +111,6 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
       'Every incident of the default scenario, compressed into ~30 s (the crashed batch returns after the function timeout instead of the 6× visibility timeout).',
     durationSeconds: 30,
     ratePerSecond: 2,
-    incidents: (d) => [
-      { kind: 'consumer-crash', atSeconds: 0.5, shortenVisibility: true },
-      // The crash is armed ~7 s in (after the pollers took up the shorter visibility timeout),
-      // before the provider outage, which would keep captures from reaching the crash point.
-      { kind: 'poison-message', atSeconds: d * 0.12 },
-      {
-        kind: 'provider-outage',
-        atSeconds: Math.max(9, d * 0.3),
-        durationSeconds: Math.max(3, Math.round(d * 0.17)),
-      },
-      { kind: 'redis-down', atSeconds: d * 0.55, durationSeconds: Math.max(3, Math.round(d * 0.17)) },
-      { kind: 'duplicate-burst', atSeconds: d * 0.8, copies: 10 },
-    ],
     // The crash is armed ~7 s in, after the pollers took up the shorter visibility timeout; the
     // malformed messages are done before it, the duplicate after it.
     jobIncidents: (d) => [
@@ -157,7 +128,6 @@ export const SCENARIOS: Readonly<Record<string, ScenarioDefinition>> = {
     description: 'Steady traffic, no incident: a baseline to compare the others with.',
     durationSeconds: 120,
     ratePerSecond: 2,
-    incidents: () => [],
     jobIncidents: () => [],
     alarmPeriodScale: 1 / 12,
     drainSeconds: 45,
@@ -182,7 +152,7 @@ export interface RunScenarioOptions {
   readonly scenario?: string;
   /** Seconds of traffic. @default the scenario's */
   readonly durationSeconds?: number;
-  /** Payments per second (with the order flow), else jobs per second. @default the scenario's */
+  /** Per second, in the app's flow's unit when it runs, else jobs. @default the scenario's */
   readonly ratePerSecond?: number;
   /** @default 'dev' */
   readonly stage?: string;
@@ -204,6 +174,11 @@ export interface RunScenarioOptions {
   readonly onProvisioned?: (platform: LocalPlatform) => Promise<void>;
   /** Time the pipeline gets to drain after the traffic stops, s (tests). @default the scenario's */
   readonly drainSeconds?: number;
+  /**
+   * The app's scenario flow. @default the one the app's extensions give (cdk.json's
+   * `tenang:extensions` in projectRoot), if any
+   */
+  readonly flow?: ScenarioFlow;
 }
 
 /** How a run ended. */
@@ -276,7 +251,7 @@ export function resolveScenarioOptions(
 /** File in the report directory with every line the functions printed. */
 export const FUNCTION_LOG = 'functions.log';
 
-/** Jobs sent at the start per job type the app declares beyond the order flow, when the order flow makes the traffic. */
+/** Jobs sent at the start per job type the app's scenario flow does not drive, when a flow makes the traffic. */
 export const DECLARED_JOBS_PER_TYPE = 5;
 
 /** Consecutive quiet samples that mean the pipeline has drained. */
@@ -299,11 +274,11 @@ const TOUCHED_ENV = [
 ] as const;
 
 /**
- * A pipeline the scenario has nothing to send to: no order flow and no job type with a
- * samplePayload. Refused before the traffic, with what to add.
+ * A pipeline the scenario has nothing to send to: no scenario flow it holds and no job type with
+ * a samplePayload. Refused before the traffic, with what to add.
  */
 function requireTraffic(targets: ScenarioTargets): void {
-  if (targets.orderFlow !== undefined || targets.declared.length > 0) return;
+  if (targets.flowJobTypes.length > 0 || targets.declared.length > 0) return;
   throw new ScenarioOptionsError(
     `the pipeline has no job type with a samplePayload (${targets.jobTypes.map((j) => j.name).join(', ') || 'no job types'}): the scenario makes each job type's jobs from it; add a valid samplePayload to the job types in the declaration`,
   );
@@ -320,6 +295,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
   const t0 = Date.now();
   const runId = `r${t0.toString(36)}`;
   const savedEnv = Object.fromEntries(TOUCHED_ENV.map((k) => [k, process.env[k]]));
+  const scenarioFlow = opts.flow ?? loadAppExtensions(projectRoot).scenarioFlow;
 
   const status = new LiveStatus({
     write: opts.out,
@@ -357,7 +333,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
     functionLog.write(`${new Date().toISOString()} ${fn.replace(`tenang-${stage}-`, '')} ${line}\n`);
   };
   let platform: LocalPlatform | undefined;
-  let flow: OrderFlowRun | undefined;
+  let flow: ScenarioFlowRun | undefined;
   let sampler: PipelineSampler | undefined;
   const declaredTraffic = new AbortController();
   let declaredTrafficDone: Promise<void> = Promise.resolve();
@@ -389,13 +365,12 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       `confirmed ${confirmed.length} alarm subscription(s): ${confirmed.map((c) => `${c.protocol} ${c.endpoint}`).join(', ') || 'none pending'}`,
     );
     await opts.onProvisioned?.(p);
-    const targets = resolveScenarioTargets(p);
+    const targets = resolveScenarioTargets(p, scenarioFlow?.jobTypes(p.config) ?? []);
     requireTraffic(targets);
-    say(
-      targets.orderFlow === undefined
-        ? `the pipeline has no order flow: generic part only (job types ${targets.jobTypes.map((j) => j.name).join(', ')})`
-        : `order flow: ${[targets.orderFlow.payment, targets.orderFlow.notification, targets.orderFlow.inventory].map((j) => j.name).join(', ')}`,
-    );
+    if (targets.flowJobTypes.length === 0)
+      say(
+        `${scenarioFlow === undefined ? "the app's extensions give no scenario flow" : `the pipeline does not hold the ${scenarioFlow.name}`}: generic part only (job types ${targets.jobTypes.map((j) => j.name).join(', ')})`,
+      );
     const sqs = new SQSClient({ endpoint: p.env.endpoint, region: p.env.region });
     const ssm = new SSMClient({ endpoint: p.env.endpoint, region: p.env.region });
     const dynamodb = new DynamoDBClient({ endpoint: p.env.endpoint, region: p.env.region });
@@ -403,10 +378,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
     try {
       let runStart = Date.now();
       const elapsedMs = (): number => Date.now() - runStart;
-      if (targets.orderFlow !== undefined)
-        flow = await OrderFlowRun.prepare({
+      if (scenarioFlow !== undefined && targets.flowJobTypes.length > 0) {
+        flow = await scenarioFlow.prepare({
           platform: p,
-          targets: targets.orderFlow,
+          jobTypes: targets.jobTypes,
           sqs,
           dynamodb,
           runId,
@@ -414,7 +389,9 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
           elapsedMs,
           log: say,
         });
-      const orderFlow = flow;
+        say(flow.describe());
+      }
+      const appFlow = flow;
 
       runStart = Date.now();
       let phase = 'traffic';
@@ -457,7 +434,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         durationSeconds,
         activeIncidents: [...active],
         traffic: [
-          ...(orderFlow === undefined ? [] : [orderFlow.statusLine()]),
+          ...(appFlow === undefined ? [] : [appFlow.statusLine()]),
           ...(targets.declared.length === 0
             ? []
             : [declaredStatusLine(declaredSent.length, p, declaredProviders)]),
@@ -478,14 +455,14 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       sampler.start(definition.sampleEveryMs, show);
       const declaredTargets = targets.declared.map((j) => ({ jobType: j.declared, queueUrl: j.queueUrl }));
       const declaredNames = targets.declared.map((j) => j.name).join(', ');
-      if (orderFlow !== undefined) {
-        orderFlow.start();
-        // The app's own job types (beyond the order flow) get jobs built from their sample payloads.
+      if (appFlow !== undefined) {
+        appFlow.start();
+        // The app's other job types (those its flow does not drive) get jobs built from their sample payloads.
         for (const job of await sendDeclaredJobs(sqs, declaredTargets, runId, DECLARED_JOBS_PER_TYPE))
           sentByTraffic(job);
         if (declaredSent.length > 0) say(`${declaredSent.length} jobs sent for ${declaredNames}`);
       } else {
-        // Without the order flow, the app's job types are the traffic: jobs made from their sample payloads, steadily.
+        // Without a flow, the app's job types are the traffic: jobs made from their sample payloads, steadily.
         declaredTrafficDone = sendDeclaredJobsSteadily(
           sqs,
           declaredTargets,
@@ -510,11 +487,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         },
         setActive: (title: string, on: boolean): void => void (on ? active.add(title) : active.delete(title)),
       };
-      const plan = orderFlow === undefined ? [] : definition.incidents(durationSeconds);
-      const incidentContext = orderFlow?.incidentContext({ ...shared, redis });
-      const outcomes = plan.map(async (spec): Promise<IncidentOutcome | undefined> => {
-        if (!(await pause(runStart + spec.atSeconds * 1000 - Date.now(), signal))) return undefined;
-        return incidentContext === undefined ? undefined : runIncident(spec, incidentContext);
+      const plan = appFlow?.incidents(definition.name, durationSeconds) ?? [];
+      const outcomes = plan.map(async (incident): Promise<FlowIncidentOutcome | undefined> => {
+        if (!(await pause(runStart + incident.atSeconds * 1000 - Date.now(), signal))) return undefined;
+        return incident.run({ ...shared, redis });
       });
       const jobPlan = planJobIncidents(definition.jobIncidents(durationSeconds), targets.declared);
       const jobOutcomes = jobPlan.map(async (planned): Promise<JobIncidentOutcome | undefined> => {
@@ -529,8 +505,10 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       await pause(runStart + durationSeconds * 1000 - Date.now(), signal);
       phase = 'stopping traffic';
       declaredTraffic.abort();
-      await Promise.all([orderFlow?.stop(), declaredTrafficDone]);
-      const incidents = (await Promise.all(outcomes)).filter((o): o is IncidentOutcome => o !== undefined);
+      await Promise.all([appFlow?.stop(), declaredTrafficDone]);
+      const incidents = (await Promise.all(outcomes)).filter(
+        (o): o is FlowIncidentOutcome => o !== undefined,
+      );
       const jobIncidents = (await Promise.all(jobOutcomes)).filter(
         (o): o is JobIncidentOutcome => o !== undefined,
       );
@@ -547,7 +525,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       phase = 'draining';
       const drainStart = Date.now();
       const crashReturnsAtMs = Math.max(
-        orderFlow?.crashReturnsAtMs(plan, incidents) ?? 0,
+        appFlow?.crashReturnsAtMs(incidents) ?? 0,
         ...jobIncidents.map((i) => i.returnsByMs ?? 0),
       );
       // A consumer process that died without a planned crash (kill -9, a timeout) left its batch
@@ -612,12 +590,11 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
       const declaredTable = targets.declared
         .map((j) => p.deployment.functions.get(j.functionName)?.environment.IDEMPOTENCY_TABLE)
         .find((t) => t !== undefined);
-      const [dlq, declaredJobs, flowFacts] = await Promise.all([
+      const [dlq, declaredJobs] = await Promise.all([
         readDeadLetters(sqs, dlqQueues, t0),
         declaredTable === undefined
           ? declaredSent.map((j) => ({ ...j, done: undefined, evidence: undefined }))
           : declaredJobFacts(dynamodb, declaredTable, declaredTypes, declaredSent),
-        orderFlow?.facts({ dynamodb, streams }, observer),
       ]);
       const jobFacts: JobInvariantFacts = {
         declaredJobs,
@@ -645,12 +622,13 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
           }),
         ),
       };
-      const facts = flowFacts === undefined ? undefined : { ...jobFacts, ...flowFacts };
-      const invariants = facts === undefined ? checkJobInvariants(jobFacts) : checkInvariants(facts);
+      // The flow's invariants first, then those that hold for any app: every run is judged on those.
+      const flowInvariants = (await appFlow?.judge({ dynamodb, streams }, observer, jobFacts)) ?? [];
+      const invariants = [...flowInvariants, ...checkJobInvariants(jobFacts)];
       const records: IncidentRecord[] = [
         ...incidents.map((i) => ({
           ...i.record,
-          observed: [...i.record.observed, ...(facts === undefined ? [] : (i.after?.(facts) ?? []))],
+          observed: [...i.record.observed, ...(i.after?.() ?? [])],
         })),
         ...jobIncidents.map((i) => ({
           ...i.record,
@@ -663,7 +641,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         targets.declared.map((j) => [j.name, (trafficSent[j.name] ?? 0) + (injected[j.name] ?? 0)]),
       );
       const providers: Record<string, ProviderTotals> = {
-        ...orderFlow?.providers(),
+        ...appFlow?.providers(),
         ...Object.fromEntries(declaredProviders.map((name) => [name, declaredProviderTotals(p, name)])),
       };
       const report = buildReport({
@@ -689,18 +667,16 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
         streamConsumers: targets.streams.map((s) => s.consumer),
         samples: sampler.samples,
         incidents: records,
-        jobsIn: { ...orderFlow?.jobsIn(observer, injected), ...declaredIn },
+        jobsIn: { ...appFlow?.jobsIn(observer, injected), ...declaredIn },
         dlqQueues,
         dlqEntries: dlq,
-        duplicates: orderFlow?.duplicates() ?? { ingressRepeats: 0, ingressInFlight: 0 },
         providers,
         alarms: alarmSection(p, runStart),
         invariants,
-        ...(targets.orderFlow === undefined ? {} : { outboxService: targets.orderFlow.outboxService }),
-        orderFlow: orderFlow !== undefined,
+        ...(appFlow === undefined ? {} : { flow: appFlow.report(sampler.samples) }),
       });
       const files = await writeReport(reportDir, report);
-      opts.out(renderSummary(report, files, orderFlow?.summaryLines() ?? []));
+      opts.out(renderSummary(report, files));
       return {
         report,
         files,
@@ -809,12 +785,7 @@ function deadLetterLine(entries: readonly DlqEntry[]): string {
 }
 
 /** The summary printed when a run ends. */
-export function renderSummary(
-  report: ScenarioReport,
-  files: WrittenReport,
-  /** Lines about the traffic (the order flow's: payments the API never accepted). */
-  trafficLines: readonly string[] = [],
-): string {
+export function renderSummary(report: ScenarioReport, files: WrittenReport): string {
   const lines: string[] = [
     '',
     `Scenario ${report.scenario.name}: ${report.ok ? 'ALL INVARIANTS HOLD' : 'FAILED'}`,
@@ -836,22 +807,15 @@ export function renderSummary(
   }
   const dup = report.duplicatesPrevented;
   lines.push(
-    report.orderFlow
-      ? `Duplicates prevented: ${dup.total} (ingress ${dup.ingressRepeats} + ${dup.ingressInFlight} in flight, consumers ${dup.consumerDuplicatesIgnored}, outbox ${dup.outboxDuplicates})`
-      : `Duplicates prevented: ${dup.total} (consumers ${dup.consumerDuplicatesIgnored})`,
+    `Duplicates prevented: ${dup.total} (${[`consumers ${dup.consumerDuplicatesIgnored}`, ...dup.flow.map((d) => `${d.where} ${d.count}`)].join(', ')})`,
     `Dead letters: ${deadLetterLine(report.dlq.flatMap((d) => d.entries))}`,
-    ...(report.orderFlow
-      ? [
-          `Cache hit ratio: ${report.cache.hitRatio === null ? 'no reads' : `${(report.cache.hitRatio * 100).toFixed(1)}%`} (${report.cache.hits} hits, ${report.cache.misses} misses, ${report.cache.bypasses} bypasses)`,
-        ]
-      : []),
+    ...(report.flow?.summary ?? []),
     `Alarms: ${report.alarms.timeline.length} transitions; in ALARM at the end: ${
       report.alarms.final
         .filter((a) => a.state.startsWith('ALARM'))
         .map((a) => a.alarm)
         .join(', ') || 'none'
     }`,
-    ...trafficLines,
   );
   lines.push(
     `Timings: provision ${(report.timings.provisionMs / 1000).toFixed(1)} s, traffic ${(report.timings.runMs / 1000).toFixed(1)} s, drain ${(report.timings.drainMs / 1000).toFixed(1)} s, collect ${(report.timings.collectMs / 1000).toFixed(1)} s`,

@@ -11,11 +11,12 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
 import { cliPlace, type CliPlace } from '../ops/cli-place';
 import { readStackStatus, type StackStatus } from '../ops/stack-status';
 import { renderTable } from '../ops/table';
+import { loadAppExtensions } from './extensions';
 import { LocalPlatform } from './platform';
+import { localAppDirectory } from './project';
 import { runScenario, type ScenarioOutcome } from './scenario';
 import { ScenarioRedis } from './scenario-redis';
 
@@ -173,24 +174,18 @@ export function renderOperatorEnvironment(
   ].join('\n');
 }
 
-/** SKUs `up` stocks, so an order posted by hand is reserved rather than dead-lettered. */
-export const UP_SKUS: readonly string[] = ['sku-1', 'sku-2', 'sku-3'];
-const UP_STOCK = 1_000;
-
-/** Sets the stock of UP_SKUS in the deployed inventory table. */
-async function seedStock(platform: LocalPlatform, log: (line: string) => void): Promise<void> {
-  const table = [...platform.deployment.functions.values()]
-    .map((f) => f.environment.INVENTORY_TABLE)
-    .find((t): t is string => t !== undefined && t !== '');
-  if (table === undefined) return;
-  const dynamodb = new DynamoDBClient({ endpoint: platform.env.endpoint, region: platform.env.region });
-  try {
-    const store = new DynamoDbInventoryStore(dynamodb, table);
-    for (const sku of UP_SKUS) await store.seed(sku, UP_STOCK);
-    log(`stock: ${UP_SKUS.join(', ')} at ${UP_STOCK} each in ${table}`);
-  } finally {
-    dynamodb.destroy();
-  }
+/**
+ * Readies the running pipeline for hand operation with the app's scenario flow's seed hook (the
+ * reference's stocks SKUs, so an order posted by hand is reserved rather than dead-lettered);
+ * nothing without one.
+ */
+async function seedAppFlow(
+  platform: LocalPlatform,
+  projectRoot: string | undefined,
+  log: (line: string) => void,
+): Promise<void> {
+  const flow = loadAppExtensions(projectRoot ?? localAppDirectory()).scenarioFlow;
+  await flow?.seed?.(platform, log);
 }
 
 /** Options of upLocalPipeline. */
@@ -245,7 +240,7 @@ export async function upLocalPipeline(opts: UpOptions): Promise<RunningLocalPipe
     throw error;
   }
   try {
-    await seedStock(platform, opts.log);
+    await seedAppFlow(platform, opts.projectRoot, opts.log);
   } catch (error) {
     await platform.stop();
     await redis?.stop();

@@ -81,7 +81,7 @@ describe('Local platform: the smoke scenario on an app of its own (no order flow
       .map((i) => `${i.name}: ${i.violations.join('; ')}`);
     expect(violated).toEqual([]);
     expect(report().ok).toBe(true);
-    expect(report().orderFlow).toBe(false);
+    expect(report().flow).toBeUndefined();
     const names = report().invariants.map((i) => i.name);
     expect(names).toEqual([
       expect.stringMatching(/^poison messages dead-lettered/),
@@ -169,7 +169,7 @@ describe('Local platform: the smoke scenario on an app of its own (no order flow
   it('when the report is written, its page names the app’s job types and leaves the order flow’s parts out', () => {
     const html = fs.readFileSync(outcome?.files?.html ?? '', 'utf8');
     expect(html).toContain('report.generate (report-consumer), invoice.issue (invoice-consumer)');
-    expect(html).toContain('not applicable: the pipeline has no order flow');
+    expect(html).toContain('none: no scenario flow of the app runs on this pipeline');
     expect(html).not.toContain('data-chart="cache-hit-ratio"');
     expect(html).not.toContain('ingress: repeated Idempotency-Key');
   });

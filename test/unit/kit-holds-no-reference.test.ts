@@ -19,16 +19,9 @@ const SCANNED = ['lib', 'lambdas', 'bin'];
 const EXCEPTIONS: readonly (readonly [string, string])[] = [
   ['lib/reference/', "the reference app's domain itself, until it moves next to examples/reference"],
   ['lib/api/reference.ts', 'its entry point, tenang/reference'],
-  // Known remaining, file by file (a new file of lib/local or lib/drills is scanned): the
-  // scenario's order flow, the drills whose incident is a reference domain fact, and the
-  // reference defaults of the drills that take any job type.
-  ['lib/local/order-flow.ts', "the scenario's order flow: which job types and tables make it"],
-  ['lib/local/scenario-order-flow.ts', "the scenario's order flow: its traffic, incidents and facts"],
-  ['lib/local/scenario-incidents.ts', "the order flow's incidents"],
-  ['lib/local/scenario-facts.ts', "the order flow's facts"],
-  ['lib/local/scenario-invariants.ts', "the order flow's invariants beside the generic ones"],
-  ['lib/local/scenario.ts', 'names the order flow it runs'],
-  ['lib/local/start.ts', "local up stocks the reference's inventory table when there is one"],
+  // Known remaining, file by file (a new file of lib/drills is scanned; lib/local has none): the
+  // drills whose incident is a reference domain fact, and the reference defaults of the drills
+  // that take any job type.
   ['lib/drills/dlq-not-empty.ts', 'its reference default: the capture incident'],
   ['lib/drills/drill-jobs.ts', "the reference's traffic of the drills that take any job type"],
   ['lib/drills/duplicates.ts', 'a payment sent many times through the ingress'],

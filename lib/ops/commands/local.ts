@@ -93,7 +93,10 @@ Examples:
       )
       .option('--scenario <name>', 'scenario to run (an unknown name lists them)', 'default')
       .option('--duration <seconds>', "seconds of traffic (default: the scenario's)")
-      .option('--rate <payments/s>', "payments per second (default: the scenario's)")
+      .option(
+        '--rate <per-second>',
+        "traffic per second: of the app's scenario flow when it runs (the reference's: payments), else jobs (default: the scenario's)",
+      )
       .action(async (_opts: unknown, cmd: Command) => {
         const opts = parseOptions(StartOptionsSchema, cmd.optsWithGlobals());
         checked(`scenario ${opts.scenario}`, await runner({ run: 'start', ...opts }));

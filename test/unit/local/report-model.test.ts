@@ -1,6 +1,5 @@
 import {
   buildReport,
-  cacheTotals,
   deriveSeries,
   perInterval,
   REPORT_SCHEMA_VERSION,
@@ -12,6 +11,7 @@ import {
   syntheticInput,
   syntheticSamples,
 } from '../../fixtures/synthetic-report';
+import { cacheHitRatioSeries, cacheTotals } from '../../../examples/reference/local/scenario-order-flow';
 
 describe('Module: report-model', () => {
   describe('Function: perInterval', () => {
@@ -72,12 +72,11 @@ describe('Module: report-model', () => {
       const quiet = { ...samples[3], atMs: 4_000 } as (typeof samples)[number];
       samples.push(quiet);
 
-      // Act
-      const series = deriveSeries(samples, JOB_TYPES, STREAM_CONSUMERS);
+      // Act: the reference's order flow's series (its report section).
+      const ratio = cacheHitRatioSeries(samples);
 
       // Assess
-      expect(series.cacheHitRatio).toEqual([null, 0.75, 0.75, 0.75, null]);
-      expect(series.cacheReads).toEqual([0, 4, 4, 4, 0]);
+      expect(ratio).toEqual([null, 0.75, 0.75, 0.75, null]);
     });
 
     it('when a sample lacks a queue (the emulator did not answer), that point is 0', () => {
@@ -117,7 +116,7 @@ describe('Module: report-model', () => {
   describe('Function: cacheTotals', () => {
     it('when nothing was read, the hit ratio is null rather than 0 or NaN', () => {
       // Act
-      const totals = cacheTotals({});
+      const totals = cacheTotals([]);
 
       // Assess
       expect(totals).toEqual({ hits: 0, misses: 0, bypasses: 0, hitRatio: null });
@@ -158,20 +157,22 @@ describe('Module: report-model', () => {
 
       // Assess
       expect(report.duplicatesPrevented).toEqual({
-        ingressRepeats: 9,
-        ingressInFlight: 1,
         consumerDuplicatesIgnored: 1,
-        outboxDuplicates: 2,
+        flow: [
+          { where: 'ingress: repeated Idempotency-Key answered with the first job (202)', count: 9 },
+          { where: 'ingress: repeat while the first was in flight (409)', count: 1 },
+          { where: 'outbox relay: follow-up already enqueued', count: 2 },
+        ],
         total: 13,
       });
     });
 
     it('when the cache was read, the totals come from the order-reader counters', () => {
-      // Act
-      const report = buildReport(syntheticInput());
+      // Act: the reference's order flow's totals (its report section).
+      const totals = cacheTotals(syntheticInput().samples);
 
       // Assess
-      expect(report.cache).toEqual({ hits: 120, misses: 40, bypasses: 2, hitRatio: 0.75 });
+      expect(totals).toEqual({ hits: 120, misses: 40, bypasses: 2, hitRatio: 0.75 });
     });
 
     it('when an invariant is violated, the report is not ok', () => {

@@ -1,4 +1,4 @@
-import { resolveScenarioOptions, SCENARIOS, ScenarioOptionsError } from '../../../lib/local/scenario';
+import { resolveScenarioOptions, ScenarioOptionsError } from '../../../lib/local/scenario';
 
 describe('Module: scenario', () => {
   describe('Function: resolveScenarioOptions', () => {
@@ -32,31 +32,6 @@ describe('Module: scenario', () => {
       expect(() => resolveScenarioOptions({ scenario: 'default', durationSeconds: 5 })).toThrow(
         /--duration must be between 10/,
       );
-    });
-  });
-
-  describe('Object: SCENARIOS', () => {
-    it.each(Object.values(SCENARIOS).map((s) => [s.name, s] as const))(
-      'when %s runs for its own duration, every incident starts and ends within the traffic',
-      (_, scenario) => {
-        // Act
-        const incidents = scenario.incidents(scenario.durationSeconds);
-
-        // Assess
-        for (const i of incidents)
-          expect(i.atSeconds + (i.durationSeconds ?? 0)).toBeLessThan(scenario.durationSeconds);
-      },
-    );
-
-    it('when default and smoke run, each injects the five incidents of the issue', () => {
-      // Act
-      const kinds = (name: string): string[] =>
-        (SCENARIOS[name]?.incidents(SCENARIOS[name]?.durationSeconds ?? 0) ?? []).map((i) => i.kind).sort();
-
-      // Assess
-      const all = ['consumer-crash', 'duplicate-burst', 'poison-message', 'provider-outage', 'redis-down'];
-      expect(kinds('default')).toEqual(all);
-      expect(kinds('smoke')).toEqual(all);
     });
   });
 });

@@ -1,7 +1,6 @@
 import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import { loadPipelineConfig, type PipelineConfig, type PipelineInput } from '../../../lib/config';
-import { declaresOrderFlow, ORDER_FLOW_JOB_TYPE_NAMES } from '../../../lib/local/order-flow';
 import { renderReportHtml } from '../../../lib/local/report-html';
 import { SCENARIOS } from '../../../lib/local/scenario';
 import {
@@ -12,11 +11,9 @@ import {
 import { sendDeclaredJobsSteadily, type DeclaredJob } from '../../../lib/local/scenario-declared-jobs';
 import { planJobIncidents } from '../../../lib/local/scenario-job-incidents';
 import { resolveScenarioTargets, type DeployedPipeline } from '../../../lib/local/scenario-targets';
-import { referencePipeline } from '../../../examples/reference/pipeline';
 import { ownAppDeclaration } from '../../fixtures/own-app';
 import { syntheticReport } from '../../fixtures/synthetic-report';
 
-const reference = loadPipelineConfig(referencePipeline('dev', 'us-east-1'));
 const ownApp = loadPipelineConfig(ownAppDeclaration('dev', 'us-east-1'));
 
 /** A deployment of `config` as a LocalPlatform holds it: one function per consumer, `extra` beside them. */
@@ -54,67 +51,19 @@ function deployed(
   };
 }
 
-/** The reference's deployment: its ingress and inventory consumer name the order flow's tables. */
-const REFERENCE_EXTRA = {
-  ingress: { ORDERS_TABLE: 'tenang-dev-orders' },
-  'inventory-consumer': { INVENTORY_TABLE: 'tenang-dev-inventory' },
-};
-
 /** The own app's declaration with `jobTypes` changed. */
 function ownAppWith(change: (input: PipelineInput) => PipelineInput): PipelineConfig {
   return loadPipelineConfig(change(ownAppDeclaration('dev', 'us-east-1')));
 }
 
-describe('Module: order-flow', () => {
-  describe('Function: declaresOrderFlow', () => {
-    it('when the declaration is the reference, it has the order flow; an app of its own has not', () => {
-      expect(declaresOrderFlow(reference)).toBe(true);
-      expect(declaresOrderFlow(ownApp)).toBe(false);
-    });
-
-    it('when the order flow’s job types are declared without the orders table, it is not the order flow', () => {
-      // Prepare
-      const input = referencePipeline('dev', 'us-east-1');
-      const withoutOrders = {
-        ...reference,
-        tables: reference.tables.filter((t) => t.name !== 'orders'),
-      };
-
-      // Act & Assess
-      expect(declaresOrderFlow(withoutOrders)).toBe(false);
-      expect(declaresOrderFlow({ ...reference, jobTypes: reference.jobTypes.slice(1) })).toBe(false);
-      expect(input.jobTypes.map((j) => j.name)).toEqual(
-        expect.arrayContaining([...ORDER_FLOW_JOB_TYPE_NAMES]),
-      );
-    });
-  });
-});
-
 describe('Module: scenario-targets', () => {
   describe('Function: resolveScenarioTargets', () => {
-    it('when the pipeline has the order flow, its targets are resolved and no job type gets sample traffic', () => {
-      // Act
-      const targets = resolveScenarioTargets(deployed(reference, REFERENCE_EXTRA));
-
-      // Assess
-      expect(targets.orderFlow).toMatchObject({
-        payment: { name: 'payment.capture', functionName: 'tenang-dev-payment-consumer' },
-        notification: { name: 'notification.send' },
-        inventory: { name: 'inventory.reserve', queueUrl: 'https://sqs.test/inventory-consumer' },
-        ordersTable: 'tenang-dev-orders',
-        inventoryTable: 'tenang-dev-inventory',
-        outboxService: 'outbox-relay',
-      });
-      expect(targets.declared).toEqual([]);
-      expect(targets.streams.map((s) => s.consumer)).toEqual(['cache-invalidator', 'outbox-relay']);
-    });
-
     it('when the pipeline is an app of its own, there is no order flow and every job type with a samplePayload gets traffic', () => {
       // Act
       const targets = resolveScenarioTargets(deployed(ownApp));
 
       // Assess
-      expect(targets.orderFlow).toBeUndefined();
+      expect(targets.flowJobTypes).toEqual([]);
       expect(targets.declared.map((j) => [j.name, j.fifo, j.dlqUrl])).toEqual([
         ['report.generate', false, 'https://sqs.test/report-consumer-dlq'],
         ['invoice.issue', true, 'https://sqs.test/invoice-consumer-dlq'],
@@ -133,7 +82,7 @@ describe('Module: scenario-targets', () => {
       const targets = resolveScenarioTargets(deployed(config));
 
       // Assess
-      expect(targets.orderFlow).toBeUndefined();
+      expect(targets.flowJobTypes).toEqual([]);
       expect(targets.declared.map((j) => j.name)).toEqual(['payment.capture', 'invoice.issue']);
     });
 
@@ -148,13 +97,6 @@ describe('Module: scenario-targets', () => {
       expect(resolveScenarioTargets(deployed(config)).declared.map((j) => j.name)).toEqual([
         'report.generate',
       ]);
-    });
-
-    it('when the order flow is declared but the reference’s ingress is not deployed, it says what is missing', () => {
-      // Act & Assess
-      expect(() => resolveScenarioTargets(deployed(reference))).toThrow(
-        'no deployed function named *-ingress',
-      );
     });
 
     it('when a consumer was deployed without its DLQ_URL, it names the function and the variable', () => {
@@ -384,15 +326,15 @@ describe('Module: scenario-invariants (any app)', () => {
   });
 });
 
-describe('Module: report-html (without the order flow)', () => {
-  it('when the run had no order flow, the page leaves out the cache chart and the ingress rows', () => {
+describe('Module: report-html (without a scenario flow)', () => {
+  it('when the run had no scenario flow, the page leaves out the flow’s chart and rows; with one, they are there', () => {
     // Act
-    const html = renderReportHtml(syntheticReport({ orderFlow: false }));
+    const html = renderReportHtml(syntheticReport({ flow: undefined }));
 
     // Assess
     expect(html).not.toContain('data-chart="cache-hit-ratio"');
     expect(html).not.toContain('ingress: repeated Idempotency-Key');
-    expect(html).toContain('not applicable: the pipeline has no order flow');
+    expect(html).toContain('none: no scenario flow of the app runs on this pipeline');
     expect(renderReportHtml(syntheticReport())).toContain('data-chart="cache-hit-ratio"');
   });
 });

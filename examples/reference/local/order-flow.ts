@@ -2,13 +2,12 @@
  * The reference's order flow as the scenario knows it: orders created through the HTTP ingress,
  * their payments captured, the outbox's notification and stock reservations following. Whether a
  * pipeline has it is decided here, from its declaration, and nowhere else: the flow's three job
- * types and the orders and inventory tables its facts are read from. A pipeline without it (any
- * other app) runs the scenario's generic part only (lib/local/scenario-job-incidents.ts,
- * scenario-declared-jobs.ts). The flow's names live here, in lib/local, and not in the kit's core:
- * the order flow is the reference example's, and its scenario code is kept apart
- * (lib/local/scenario-order-flow.ts) so that it can move out with the example.
+ * types and the orders and inventory tables its facts are read from. A pipeline without it runs
+ * tenang's generic scenario only (the declared job types' jobs). The flow's names live here, in
+ * the reference app; its scenario part is ./scenario-order-flow.ts.
  */
-import type { PipelineConfig } from '../config';
+import type { PipelineConfig } from 'tenang/config';
+import { deployedVariable, type DeployedFunctions } from 'tenang/local';
 
 /** The job types the order flow makes, by their part in it. */
 export const ORDER_FLOW_JOB_TYPES = {
@@ -59,24 +58,6 @@ export interface OrderFlowTargets<J extends { readonly name: string; readonly fu
   readonly inventoryTable: string;
   /** The outbox relay's service name (its DuplicateIgnored counts follow-ups not enqueued twice). */
   readonly outboxService: string;
-}
-
-/** The deployed functions' environments, and how a function is found by its logical name. */
-export interface DeployedFunctions {
-  readonly deployment: {
-    readonly functions: ReadonlyMap<string, { readonly environment: Readonly<Record<string, string>> }>;
-  };
-  functionNamed(suffix: string): string;
-}
-
-/** A deployed function's variable `name`; missing or empty is an error naming both. */
-export function deployedVariable(deployed: DeployedFunctions, functionName: string, name: string): string {
-  const fn = deployed.deployment.functions.get(functionName);
-  if (fn === undefined) throw new Error(`no deployed function ${functionName}`);
-  const value = fn.environment[name];
-  if (value === undefined || value === '')
-    throw new Error(`deployed function ${functionName} has no ${name}`);
-  return value;
 }
 
 /**

@@ -1,27 +1,26 @@
 /**
- * The incidents a scenario injects into the running local pipeline, each through the same knob an
- * operator or a failing dependency would turn: the fake providers' fault knobs, the platform's
- * crash hook, a malformed message sent straight to a queue, the scenario's own redis-server
- * stopped and restarted, and duplicates sent through the API and onto the queues. Each returns
- * what it did and, for after the run, what to look up in the final facts.
+ * The order flow's incidents, injected into the running local pipeline, each through the same
+ * knob an operator or a failing dependency would turn: the fake providers' fault knobs, the
+ * platform's crash hook, a malformed message sent straight to a queue, the scenario's own
+ * redis-server stopped and restarted, and duplicates sent through the API and onto the queues.
+ * Each returns what it did and, for after the run, what to look up in the order flow's facts.
  */
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import {
-  GetQueueAttributesCommand,
-  SendMessageCommand,
-  SetQueueAttributesCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
-import { makeEnvelope } from '../core/envelope';
-import { notificationKey } from '../reference/notification';
-import { followUpKey } from '../reference/order-follow-ups';
-import { paymentCaptureKey } from '../reference/payment';
-import type { LedgerEntry } from './fake-provider';
-import type { LocalPlatform } from './platform';
-import type { IncidentRecord } from './report-model';
-import { counterOf } from './report-model';
-import { OBSERVED_EVENT, type FunctionOutputObserver } from './scenario-observer';
-import type { InvariantFacts, PoisonFact } from './scenario-invariants';
-import type { ScenarioRedis } from './scenario-redis';
+  counterOf,
+  OBSERVED_EVENT,
+  pause,
+  readVisibilityTimeout,
+  setVisibilityTimeout,
+  type FlowIncidentShared,
+  type IncidentQueue,
+  type IncidentRecord,
+  type LedgerEntry,
+  type LocalPlatform,
+} from 'tenang/local';
+import { followUpKey, notificationKey, paymentCaptureKey } from 'tenang/reference';
+import { makeEnvelope } from 'tenang/runtime';
+import type { InvariantFacts } from './order-invariants';
 import type { TrafficGenerator } from './traffic';
 
 /** What a scenario can inject. */
@@ -45,20 +44,9 @@ export interface IncidentSpec {
   readonly shortenVisibility?: boolean;
 }
 
-/** A job type's queues and consumer, as incidents address them. */
-export interface IncidentQueue {
-  readonly jobType: string;
-  readonly queueUrl: string;
-  readonly dlqUrl: string;
-  readonly fifo: boolean;
-  readonly functionName: string;
-  readonly functionTimeoutSeconds: number;
-}
-
-/** What incidents act on. */
-export interface IncidentContext {
+/** What incidents act on: the scenario's shared parts and the order flow's own. */
+export interface IncidentContext extends FlowIncidentShared {
   readonly platform: LocalPlatform;
-  readonly redis: ScenarioRedis;
   readonly traffic: TrafficGenerator;
   readonly sqs: SQSClient;
   readonly queues: {
@@ -68,42 +56,12 @@ export interface IncidentContext {
   };
   /** Service names (metrics' service dimension) of the consumers. */
   readonly services: { readonly payment: string; readonly notification: string; readonly reader: string };
-  readonly observer: FunctionOutputObserver;
-  readonly runId: string;
-  readonly elapsedMs: () => number;
-  readonly signal: AbortSignal;
-  readonly log: (line: string) => void;
-  /** A malformed message was sent; the invariants look for it in the DLQ. */
-  readonly recordPoison: (poison: PoisonFact) => void;
-  /** Jobs put straight on a queue (they count as jobs in). */
-  readonly recordInjected: (jobType: string, count: number) => void;
-  /** Marks the incident as in progress (live status) or over. */
-  readonly setActive: (title: string, active: boolean) => void;
 }
 
 /** An incident's outcome: its record now, and observations to add once the run's facts are in. */
 export interface IncidentOutcome {
   readonly record: IncidentRecord;
   readonly after?: (facts: InvariantFacts) => string[];
-}
-
-/** Waits `ms`, or less when `signal` aborts; true when the whole wait passed. */
-export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(
-      () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      },
-      Math.max(0, ms),
-    );
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** Titles shown in the live status and the report. */
@@ -181,7 +139,7 @@ const ARM_AFTER_VISIBILITY_CHANGE_MS = 6_500;
 /** A crash after the provider charged and before the order is marked PAID (I4). */
 const consumerCrash: Injector = async (spec, ctx, startMs) => {
   const q = ctx.queues.payment;
-  const deployedVisibility = await visibilityTimeout(ctx.sqs, q.queueUrl);
+  const deployedVisibility = await readVisibilityTimeout(ctx.sqs, q.queueUrl);
   const shortened = q.functionTimeoutSeconds + 5;
   if (spec.shortenVisibility === true) {
     await setVisibilityTimeout(ctx.sqs, q.queueUrl, shortened);
@@ -537,21 +495,6 @@ async function paidOrder(
   return undefined;
 }
 
-async function visibilityTimeout(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['VisibilityTimeout'] }),
-  );
-  const value = Number(Attributes?.VisibilityTimeout);
-  if (!Number.isFinite(value)) throw new Error(`${queueUrl} has no VisibilityTimeout`);
-  return value;
-}
-
-async function setVisibilityTimeout(sqs: SQSClient, queueUrl: string, seconds: number): Promise<void> {
-  await sqs.send(
-    new SetQueueAttributesCommand({ QueueUrl: queueUrl, Attributes: { VisibilityTimeout: String(seconds) } }),
-  );
-}
-
 const INJECT: Readonly<Record<IncidentKind, Injector>> = {
   'consumer-crash': consumerCrash,
   'poison-message': poisonMessage,
@@ -559,6 +502,3 @@ const INJECT: Readonly<Record<IncidentKind, Injector>> = {
   'redis-down': redisDown,
   'duplicate-burst': duplicateBurst,
 };
-
-/** The payments queue's visibility timeout as deployed (for the drain deadline). */
-export { visibilityTimeout as readVisibilityTimeout };
