@@ -59,7 +59,9 @@ export interface ConsumerStatus {
 }
 
 /** `tenang status --json`, parsed. */
-export async function statusOf(ctx: DrillContext): Promise<{ readonly consumers: readonly ConsumerStatus[] }> {
+export async function statusOf(
+  ctx: DrillContext,
+): Promise<{ readonly consumers: readonly ConsumerStatus[] }> {
   const answer = await ctx.tenang(['status', '--json']);
   if (answer.code !== 0) throw new Error(`tenang status failed (exit ${answer.code}): ${answer.err}`);
   return JSON.parse(answer.out) as Awaited<ReturnType<typeof statusOf>>;

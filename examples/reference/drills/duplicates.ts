@@ -15,8 +15,7 @@ const COPIES = 8;
 export const duplicates: Drill = {
   name: 'duplicates',
   runbook: 'duplicates',
-  incident:
-    'each payment is sent many times with its key, again with fresh keys, and delivered twice by SQS',
+  incident: 'each payment is sent many times with its key, again with fresh keys, and delivered twice by SQS',
   consumers: ['payment-consumer', 'ingress'],
   async run(ctx) {
     const payments = jobTarget(ctx, 'payment.capture');

@@ -181,7 +181,9 @@ class OrderJobs implements DrillJobs {
       this.ctx.check(
         'every order paid',
         unpaid.length === 0,
-        unpaid.length === 0 ? `${orders.length} PAID or RESERVED` : `not paid: ${unpaid.map((o) => o.orderId).join(', ')}`,
+        unpaid.length === 0
+          ? `${orders.length} PAID or RESERVED`
+          : `not paid: ${unpaid.map((o) => o.orderId).join(', ')}`,
       ),
     ];
   }

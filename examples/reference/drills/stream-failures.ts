@@ -25,8 +25,7 @@ const CURRENT_ITERATOR_AGE_MS = 5_000;
 export const streamFailures: Drill = {
   name: 'stream-failures',
   runbook: 'stream-failures',
-  incident:
-    'the cache invalidator keeps failing until a batch of order changes reaches its on-failure queue',
+  incident: 'the cache invalidator keeps failing until a batch of order changes reaches its on-failure queue',
   // The outbox relay is the stream's other reader: the replay must leave its mapping current too.
   consumers: ['ingress', 'payment-consumer', 'cache-invalidator', 'outbox-relay', 'order-reader'],
   async run(ctx) {

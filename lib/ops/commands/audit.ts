@@ -100,34 +100,34 @@ Examples:
 export const auditCommand =
   (drills: AppDrills): RegisterCommand =>
   (program, context) => {
-  const audit = program
-    .command('audit')
-    .description(
-      'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
-    )
-    .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
-    .option('--template <path>', 'the same as the [template] argument')
-    .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
-    .option('--json', 'print the checklist as JSON (the same as --format json)')
-    .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
-    .addHelpText('after', AUDIT_EXIT_CODES)
-    .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
-      // With globals: `tenang audit --json` hands --json to the program's own option.
-      await runAndPrint(parseAuditOptions(cmd.optsWithGlobals(), positional), context(), drills);
-    });
-  // --format json answers in JSON as --json does: a refused input is then a JSON error object on
-  // stdout (the CLI's error funnel prints it), so a pipeline reading it sees why.
-  answersInJson(audit, (options) => options.format === 'json');
-  // A given template is audited alone, with the declaration it carries; in a CDK app's directory
-  // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
-  configFree(
-    audit,
-    (options) =>
-      options.template !== undefined ||
-      audit.args.length > 0 ||
-      (options.live !== true && appDirectory() !== undefined),
-  );
-};
+    const audit = program
+      .command('audit')
+      .description(
+        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
+      )
+      .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
+      .option('--template <path>', 'the same as the [template] argument')
+      .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
+      .option('--json', 'print the checklist as JSON (the same as --format json)')
+      .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
+      .addHelpText('after', AUDIT_EXIT_CODES)
+      .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
+        // With globals: `tenang audit --json` hands --json to the program's own option.
+        await runAndPrint(parseAuditOptions(cmd.optsWithGlobals(), positional), context(), drills);
+      });
+    // --format json answers in JSON as --json does: a refused input is then a JSON error object on
+    // stdout (the CLI's error funnel prints it), so a pipeline reading it sees why.
+    answersInJson(audit, (options) => options.format === 'json');
+    // A given template is audited alone, with the declaration it carries; in a CDK app's directory
+    // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
+    configFree(
+      audit,
+      (options) =>
+        options.template !== undefined ||
+        audit.args.length > 0 ||
+        (options.live !== true && appDirectory() !== undefined),
+    );
+  };
 
 /** `tenang audit` with tenang's drills alone (an app's own come through auditCommand). */
 export const register: RegisterCommand = (program, context) =>
