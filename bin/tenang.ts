@@ -43,7 +43,7 @@ import { register as registerCache } from '../lib/ops/commands/cache';
 import { register as registerInit } from '../lib/ops/commands/init';
 import { register as registerRunbooks } from '../lib/ops/commands/runbooks';
 import { localCommand, type LocalRunner } from '../lib/ops/commands/local';
-import { appDrillInfos } from '../lib/drills/app-drills';
+import { drillsOfAppAt } from '../lib/drills/app-drills';
 import { drillCommand } from '../lib/drills/command';
 
 /**
@@ -77,7 +77,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDegrade,
   registerDlq,
   // The audit's P2 rule judges tenang's drills and the app's own (its extensions).
-  auditCommand(appDrillInfos),
+  auditCommand(drillsOfAppAt),
   registerPreflight,
   registerLock,
   registerCache,

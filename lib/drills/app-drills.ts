@@ -5,6 +5,7 @@
  * drills' code is not loaded here (index.ts appDrills has it).
  */
 import { loadAppExtensions } from '../local/extensions';
+import { findAppDirectory } from '../local/project';
 import { appDrillCatalog, type AppDrillInfo, type DrillInfo } from '../ops/drills/catalog';
 
 /** A drill's catalog fields alone (what the audit and the index read), without its code. */
@@ -26,4 +27,9 @@ function infoOf(d: DrillInfo): DrillInfo {
 export function appDrillInfos(appDir: string | undefined): AppDrillInfo[] {
   const extensions = loadAppExtensions(appDir);
   return appDrillCatalog((extensions.drills ?? []).map(infoOf), extensions.drillJobTypes);
+}
+
+/** The catalog of the app at or above `dir` (its nearest cdk.json; none: tenang's drills alone). */
+export function drillsOfAppAt(dir: string): AppDrillInfo[] {
+  return appDrillInfos(findAppDirectory(dir));
 }

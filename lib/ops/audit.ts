@@ -44,11 +44,12 @@ export interface AuditResult {
 }
 
 /**
- * The drills of the app in a directory (none: tenang's alone), for the P2 rule: tenang's and the
- * app's own. Handed in by bin/tenang.ts (lib/drills/app-drills.ts appDrillInfos, which loads the
- * app's extensions): the operator code sits below the drills and the emulator.
+ * The drills of the app at or above a directory (its nearest cdk.json, tenang's checkout
+ * included: the reference app's), for the P2 rule: tenang's and the app's own. Handed in by
+ * bin/tenang.ts (lib/drills/app-drills.ts drillsOfAppAt, which loads the app's extensions): the
+ * operator code sits below the drills and the emulator.
  */
-export type AppDrills = (appDir: string | undefined) => readonly AuditedDrill[];
+export type AppDrills = (dir: string) => readonly AuditedDrill[];
 
 /** tenang's drills alone: for an audit handed no app's. */
 export const KIT_DRILLS: AppDrills = () => DRILL_CATALOG;
@@ -321,7 +322,7 @@ export function runAudit(
     const stacks = readAuditInput(options.template, readStdin);
     let audit: ReturnType<typeof auditDeclaredStacks>;
     try {
-      audit = auditDeclaredStacks(stacks, cwd, drills(appDirectory(cwd)));
+      audit = auditDeclaredStacks(stacks, cwd, drills(cwd));
     } catch (error) {
       if (error instanceof TemplateFormatError)
         throw new UsageError(
@@ -362,7 +363,7 @@ export function runAudit(
   const items = [
     ...audit.items,
     ...auditPipelineConfig(ctx.config, {
-      drills: drills(appDirectory(cwd)),
+      drills: drills(cwd),
       runbooksDir: path.join(cwd, 'runbooks'),
     }),
   ];
@@ -381,7 +382,7 @@ export async function runLiveAudit(ctx: CliContext, drills: AppDrills = KIT_DRIL
   });
   const items = [
     ...auditLive(answers),
-    ...auditPipelineConfig(ctx.config, { drills: drills(appDirectory(process.cwd())) }),
+    ...auditPipelineConfig(ctx.config, { drills: drills(process.cwd()) }),
   ];
   return { source: `live stack ${ctx.stackName} (${ctx.region})`, items, failed: auditFailed(items) };
 }
