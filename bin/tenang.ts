@@ -41,7 +41,7 @@ import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
 import { register as registerCache } from '../lib/ops/commands/cache';
 import { register as registerInit } from '../lib/ops/commands/init';
-import { register as registerRunbooks } from '../lib/ops/commands/runbooks';
+import { runbooksCommand } from '../lib/ops/commands/runbooks';
 import { localCommand, type LocalRunner } from '../lib/ops/commands/local';
 import { drillsOfAppAt } from '../lib/drills/app-drills';
 import { drillCommand } from '../lib/drills/command';
@@ -82,7 +82,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerLock,
   registerCache,
   registerInit,
-  registerRunbooks,
+  runbooksCommand(drillsOfAppAt),
   localCommand(runLocal),
   // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
   drillCommand((argv, env) => runCaptured(argv, { env })),

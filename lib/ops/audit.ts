@@ -31,7 +31,7 @@ import { STAGE_CONTEXT_KEY } from '../infra/target';
 import { appDirectory, CDK_PROJECT_FILE } from './app-directory';
 import { CommandFailedError, UsageError, type CliContext } from './cli-context';
 import type { AuditOptions } from './commands/audit';
-import { DRILL_CATALOG } from './drills/catalog';
+import { DRILL_CATALOG, type AppDrills } from './drills/catalog';
 
 /** What an audit run found. */
 export interface AuditResult {
@@ -43,15 +43,7 @@ export interface AuditResult {
   readonly findings?: readonly AuditFinding[];
 }
 
-/**
- * The drills of the app at or above a directory (its nearest cdk.json, tenang's checkout
- * included: the reference app's), for the P2 rule: tenang's and the app's own. Handed in by
- * bin/tenang.ts (lib/drills/app-drills.ts drillsOfAppAt, which loads the app's extensions): the
- * operator code sits below the drills and the emulator.
- */
-export type AppDrills = (dir: string) => readonly AuditedDrill[];
-
-/** tenang's drills alone: for an audit handed no app's. */
+/** tenang's drills alone: for an audit or runbooks handed no app's. */
 export const KIT_DRILLS: AppDrills = () => DRILL_CATALOG;
 
 /** What `-` stands for: the template's text on stdin (`cdk synth | tenang audit -`). */

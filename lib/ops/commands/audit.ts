@@ -24,8 +24,7 @@ import {
 } from '../cli-context';
 import { appDirectory } from '../app-directory';
 import { renderTable } from '../table';
-import { DRILL_CATALOG } from '../drills/catalog';
-import type { AppDrills } from '../audit';
+import { DRILL_CATALOG, type AppDrills } from '../drills/catalog';
 
 /** The output formats of `tenang audit`. */
 export const AUDIT_FORMATS = ['text', 'json', 'sarif', 'markdown'] as const;

@@ -38,6 +38,14 @@ export interface AppDrillInfo extends DrillInfo {
   readonly defaultJobType?: string;
 }
 
+/**
+ * The drills of the app at or above a directory (its nearest cdk.json, tenang's checkout
+ * included: the reference app's): tenang's and the app's own. Handed in by bin/tenang.ts
+ * (lib/drills/app-drills.ts drillsOfAppAt, which loads the app's extensions) to the commands that
+ * read them (audit, runbooks): the operator code sits below the drills and the emulator.
+ */
+export type AppDrills = (dir: string) => readonly AppDrillInfo[];
+
 /** tenang's drills, in the order `tenang drill --list` shows them (an app's own follow). */
 export const DRILL_CATALOG = [
   {
