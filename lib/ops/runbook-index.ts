@@ -327,7 +327,7 @@ function readme(config: PipelineConfig, options: RunbookIndexOptions): Generated
     '',
     `Stage names below are \`<stage>\`; every step of every runbook is a \`tenang\` command (\`tenang --help\`), and every runbook is executed by a drill (\`tenang drill <name>\`, or every drill with ${
       // An app's runbooks (symptomRunbooks given) are drilled through the package's CLI.
-      options.symptomRunbooks === undefined ? '\`npm run test:drills\`' : '\`npx tenang drill all\`'
+      options.symptomRunbooks === undefined ? '`npm run test:drills`' : '`npx tenang drill all`'
     }) that creates its incident on the local platform and checks recovery.`,
     '',
     '## By symptom',
