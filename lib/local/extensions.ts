@@ -113,6 +113,16 @@ function validated(file: string, value: unknown): AppExtensions {
   for (const d of (drills ?? []) as { name?: unknown; run?: unknown }[])
     if (typeof d?.name !== 'string' || typeof d.run !== 'function')
       throw new LocalEnvError(`${file}: every drill needs a name and a run function`);
+  const drillJobs = candidate.drillJobs;
+  if (
+    drillJobs !== undefined &&
+    (typeof drillJobs !== 'object' ||
+      drillJobs === null ||
+      Object.values(drillJobs).some((make) => typeof make !== 'function'))
+  )
+    throw new LocalEnvError(
+      `${file}: drillJobs must map job type names to functions that make a drill's jobs (ctx) => DrillJobs`,
+    );
   return candidate as AppExtensions;
 }
 
