@@ -19,8 +19,8 @@ const RUNTIME_RESTRICTED_PATHS = [
 // Layering: bin/ sits on top; under it lib/drills (exercises on the emulator), then lib/ops and
 // lib/local; then lib/infra and lib/audit; then lib/adapters and lib/config; lib/core at the bottom.
 // lib/reference is the reference app's domain (examples/reference), built on the kit: nothing of
-// the kit (lib/core, config, adapters, infra, audit, ops, lambdas/) imports it; lib/local and
-// lib/drills still play the reference flow and may, for now; lib/api/reference.ts exports it.
+// the kit (lib/core, config, adapters, infra, audit, ops, drills, lambdas/) imports it; lib/local
+// still plays the reference flow and may, for now; lib/api/reference.ts exports it.
 // What ships is lib/, lambdas/ and bin/tenang.ts; harness/ (chaos, fakes, call counting and
 // capacity, SDK fault injection, the Powertools baseline, the stampede measurement) is what only
 // this repository's tests and benchmarks use: nothing that ships imports it, and it never ships.
@@ -105,6 +105,11 @@ export default tseslint.config(
   },
   {
     files: ['lib/config/**/*.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE),
+  },
+  {
+    // tenang's drills hold for any job type; an app's own domain drills come with its extensions.
+    files: ['lib/drills/**/*.ts'],
     rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE),
   },
   {

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { Command } from 'commander';
 import { loadPipelineConfig } from '../lib/config';
 import { referencePipeline } from '../examples/reference/pipeline';
+import { appDrillInfos } from '../lib/drills/app-drills';
 import { generateRunbookFiles } from '../lib/ops/runbook-index';
 
 const program = new Command('runbooks')
@@ -17,8 +18,11 @@ const program = new Command('runbooks')
   .option('--dir <path>', 'runbooks directory', path.join(__dirname, '..', 'runbooks'))
   .parse();
 const opts = program.opts<{ check?: boolean; dir: string }>();
-// Generated pages name the stage `<stage>`: any stage's config has the same shape.
-const files = generateRunbookFiles(loadPipelineConfig(referencePipeline('stage', 'us-east-1')));
+// Generated pages name the stage `<stage>`: any stage's config has the same shape. The drills are
+// tenang's and the reference app's own (its extensions, named by the checkout's cdk.json).
+const files = generateRunbookFiles(loadPipelineConfig(referencePipeline('stage', 'us-east-1')), {
+  drills: appDrillInfos(path.join(__dirname, '..')),
+});
 let stale = 0;
 for (const f of files) {
   const target = path.join(opts.dir, f.file);

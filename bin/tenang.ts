@@ -31,7 +31,7 @@ import {
   type CliErrorReport,
 } from '../lib/ops/cli-errors';
 import { cliPlace, type CliPlace } from '../lib/ops/cli-place';
-import { register as registerAudit } from '../lib/ops/commands/audit';
+import { auditCommand } from '../lib/ops/commands/audit';
 import { register as registerDegrade } from '../lib/ops/commands/degrade';
 import { register as registerDlq } from '../lib/ops/commands/dlq';
 import { register as registerPause } from '../lib/ops/commands/pause';
@@ -41,8 +41,9 @@ import { register as registerStatus } from '../lib/ops/commands/status';
 import { register as registerLock } from '../lib/ops/commands/lock';
 import { register as registerCache } from '../lib/ops/commands/cache';
 import { register as registerInit } from '../lib/ops/commands/init';
-import { register as registerRunbooks } from '../lib/ops/commands/runbooks';
+import { runbooksCommand } from '../lib/ops/commands/runbooks';
 import { localCommand, type LocalRunner } from '../lib/ops/commands/local';
+import { drillsOfAppAt } from '../lib/drills/app-drills';
 import { drillCommand } from '../lib/drills/command';
 
 /**
@@ -75,12 +76,13 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerResume,
   registerDegrade,
   registerDlq,
-  registerAudit,
+  // The audit's P2 rule judges tenang's drills and the app's own (its extensions).
+  auditCommand(drillsOfAppAt),
   registerPreflight,
   registerLock,
   registerCache,
   registerInit,
-  registerRunbooks,
+  runbooksCommand(drillsOfAppAt),
   localCommand(runLocal),
   // Drills run their steps through this CLI: handed in, so lib/ never imports bin/.
   drillCommand((argv, env) => runCaptured(argv, { env })),

@@ -23,15 +23,15 @@ import {
   type DrillContext,
   type RunDrillOptions,
 } from '../../lib/drills/drill';
+import { jobTarget } from '../../lib/drills/support';
 import {
   createOrder,
-  jobTarget,
   ledgerEntriesFor,
   orderStates,
   payOrder,
   seedSku,
   tables,
-} from '../../lib/drills/support';
+} from '../../examples/reference/drills/support';
 
 /** Sizes of one run. */
 export interface BacklogExperimentSizes {

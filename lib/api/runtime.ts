@@ -75,7 +75,7 @@ export {
   type CachePolicyEvent,
   type CacheSource,
 } from '../core/cache-policy';
-export { cacheKeyspace, type CacheKeyspace, type KeyInvalidation } from '../core/cache-keys';
+export { cacheKeyspace, entityPrefix, type CacheKeyspace, type KeyInvalidation } from '../core/cache-keys';
 export type { VersionedCache } from '../core/ports';
 export {
   CACHE_ENV_SHAPE,

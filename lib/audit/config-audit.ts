@@ -38,7 +38,7 @@ export function packageRunbooksDir(): string {
   return path.join(packageRoot(), 'runbooks');
 }
 
-/** A drill, as far as the P2 rule reads it (lib/ops/drills/catalog.ts's DrillInfo). */
+/** A drill, as far as the P2 rule reads it (lib/ops/drills/catalog.ts's AppDrillInfo). */
 export interface AuditedDrill {
   readonly name: string;
   /** The runbook it executes: runbooks/<runbook>.md. */
@@ -48,9 +48,11 @@ export interface AuditedDrill {
   /**
    * Set when the drill holds for any job type (`tenang drill <name> --job-type <type>`): it then
    * drills every declared job type it can play on (one with a `samplePayload`).
-   * @default - none: the drill is about the reference's own consumers
+   * @default false: the drill is about the app's own domain, its consumers listed
    */
-  readonly jobType?: string;
+  readonly anyJobType?: boolean;
+  /** The job type a drill that takes any job type plays on by default in this app (its extensions'). */
+  readonly defaultJobType?: string;
 }
 
 /** Where the config audit looks for runbooks, and which drills exist. */
@@ -63,8 +65,9 @@ export interface ConfigAuditOptions {
    */
   readonly packageRunbooksDir?: string;
   /**
-   * The drills (lib/ops/drills/catalog.ts: DRILL_CATALOG, run by test/drills and `tenang drill`).
-   * Handed in by the caller: the audit sits below the operator code that defines them.
+   * The drills: tenang's (lib/ops/drills/catalog.ts DRILL_CATALOG) and the app's own
+   * (lib/drills/app-drills.ts appDrillInfos), run by test/drills and `tenang drill`. Handed in by
+   * the caller: the audit sits below the operator code that defines them.
    */
   readonly drills: readonly AuditedDrill[];
 }
@@ -168,11 +171,16 @@ const CONFIG_RULES: readonly ConfigRule[] = [
         byRunbook.set(runbook, [...(byRunbook.get(runbook) ?? []), drill]);
       };
       for (const d of dirs.drills) add(d.runbook, d.name);
-      const anyJobType = dirs.drills.filter((d) => d.jobType !== undefined);
+      const anyJobType = dirs.drills.filter((d) => d.anyJobType === true);
       const undrillable = new Map<string, string>();
       for (const c of consumers(config)) {
         for (const d of dirs.drills)
-          if (d.consumers.includes(c.consumer) && d.runbook !== c.runbook) add(c.runbook, d.name);
+          if (
+            (d.consumers.includes(c.consumer) ||
+              (d.anyJobType === true && c.at.startsWith('jobTypes') && d.defaultJobType === c.name)) &&
+            d.runbook !== c.runbook
+          )
+            add(c.runbook, d.name);
         // A drill that holds for any job type plays on this one with --job-type: it drills the
         // job type's own runbook, once the job type has jobs to send (lib/drills/drill-jobs.ts).
         if (c.anyJobTypeDrills)
@@ -182,7 +190,7 @@ const CONFIG_RULES: readonly ConfigRule[] = [
         if (
           !c.anyJobTypeDrills &&
           c.at.startsWith('jobTypes') &&
-          !dirs.drills.some((d) => d.consumers.includes(c.consumer)) &&
+          !dirs.drills.some((d) => d.consumers.includes(c.consumer) || d.defaultJobType === c.name) &&
           anyJobType.length > 0
         )
           undrillable.set(c.runbook, c.name);

@@ -1,12 +1,12 @@
 /**
- * Backlog (runbooks/backlog.md): a consumer paused for maintenance while orders keep coming; its
+ * Backlog (runbooks/backlog.md): a consumer paused for maintenance while its jobs keep coming; its
  * queue grows and its oldest message ages. The runbook reads the status, resumes, and watches the
- * queue drain with every job done once. Any job type: the notification consumer by default,
- * `--job-type` a declared one (drill-jobs.ts).
+ * queue drain with every job done once. Any job type: `--job-type`, else the app's default for
+ * the drill (drill-jobs.ts).
  */
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import { drillJobs, orderNotifications } from './drill-jobs';
+import { drillJobs } from './drill-jobs';
 import { consumerStatus, queueDepth } from './support';
 
 /** Jobs queued behind the paused consumer. */
@@ -17,12 +17,12 @@ const info = drillInfo('backlog');
 export const backlog: Drill = {
   ...info,
   async run(ctx) {
-    const jobs = drillJobs(ctx, info, orderNotifications);
-    const notifications = jobs.target;
-    const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const jobs = drillJobs(ctx, info);
+    const target = jobs.target;
+    const dlqBefore = await queueDepth(ctx.sqs, target.dlqUrl);
     const paused = await ctx.tenang([
       'pause',
-      notifications.consumer,
+      target.consumer,
       '--reason',
       'provider maintenance window (drill)',
       '--for',
@@ -30,16 +30,16 @@ export const backlog: Drill = {
     ]);
     await jobs.send(BACKLOG_JOBS);
     const backlogDepth = await ctx.until(async () => {
-      const d = await queueDepth(ctx.sqs, notifications.queueUrl);
+      const d = await queueDepth(ctx.sqs, target.queueUrl);
       return d.visible >= BACKLOG_JOBS ? d.visible : undefined;
     }, 'the backlog to build up behind the paused consumer');
-    const during = await consumerStatus(ctx, notifications.consumer);
+    const during = await consumerStatus(ctx, target.consumer);
     const doneWhilePaused = await jobs.done();
 
-    const resumed = await ctx.tenang(['resume', notifications.consumer]);
+    const resumed = await ctx.tenang(['resume', target.consumer]);
     await jobs.untilDone();
-    const after = await consumerStatus(ctx, notifications.consumer);
-    const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const after = await consumerStatus(ctx, target.consumer);
+    const dlq = await queueDepth(ctx.sqs, target.dlqUrl);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
       ctx.check(

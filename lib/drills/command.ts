@@ -4,8 +4,9 @@
  * runbook's commands through this CLI, checks the outcome and stops what it started. It never
  * uses the AWS account or endpoint of the environment: a drill is an exercise, not an incident.
  * The drills sit above the operator code and the emulator (lib/drills), so this command is
- * registered by bin/tenang.ts from here; --list reads the catalog only, the platform and the
- * drills load when one runs (lib/drills/run-locally.ts).
+ * registered by bin/tenang.ts from here. The drills are tenang's and the app's own (its cdk.json's
+ * `tenang:extensions`, lib/drills/app-drills.ts); the platform loads only when one runs
+ * (lib/drills/run-locally.ts).
  */
 import type { Command } from 'commander';
 import * as z from '../config/zod';
@@ -16,10 +17,12 @@ import {
   type CliContext,
   type RegisterCommand,
 } from '../ops/cli-context';
+import { findAppDirectory } from '../local/project';
 import { DRILL_CATALOG } from '../ops/drills/catalog';
 import { cliPlace } from '../ops/cli-place';
 import { parseOptions } from '../ops/options';
 import { renderTable } from '../ops/table';
+import { appDrillInfos } from './app-drills';
 import type { RunDrillOptions } from './drill';
 
 const DrillOptionsSchema = z.object({
@@ -29,8 +32,8 @@ const DrillOptionsSchema = z.object({
   stage: z.string(),
 });
 
-/** Drills whose incident holds for any job type: they take `--job-type`. */
-const ANY_JOB_TYPE: readonly string[] = DRILL_CATALOG.filter((d) => 'jobType' in d).map((d) => d.name);
+/** tenang's drills whose incident holds for any job type: they take `--job-type`. */
+const ANY_JOB_TYPE: readonly string[] = DRILL_CATALOG.filter((d) => d.anyJobType).map((d) => d.name);
 
 /**
  * The `drill` command, running its steps through `cli`: bin/tenang.ts hands in its own runCaptured
@@ -69,10 +72,20 @@ Examples:
         const opts = parseOptions(DrillOptionsSchema, cmd.optsWithGlobals());
         // The drill uses no AWS clients of the operator's environment; the context only supplies output.
         const ctx = context();
+        // tenang's drills and the app's own: its extensions load here (a module that does not is
+        // the CLI's error, naming it).
+        const appDir = findAppDirectory();
+        let catalog: ReturnType<typeof appDrillInfos>;
+        try {
+          catalog = appDrillInfos(appDir);
+        } catch (error) {
+          const { asCliError } = await import('../local/local-commands');
+          throw asCliError(error);
+        }
         if (opts.list === true) {
           // The runbooks as a path from here: the checkout's runbooks/, an app's node_modules/tenang/runbooks/.
           const place = cliPlace();
-          const rows = DRILL_CATALOG.map((d) => ({
+          const rows = catalog.map((d) => ({
             drill: d.name,
             runbook: place.runbook(d.runbook),
             incident: d.incident,
@@ -86,16 +99,17 @@ Examples:
         }
         if (name === undefined)
           throw new UsageError('name a drill (or "all"); `tenang drill --list` shows them');
-        const names = name === 'all' ? DRILL_CATALOG.map((d) => d.name) : [name];
-        const unknown = names.filter((n) => !DRILL_CATALOG.some((d) => d.name === n));
+        const names = name === 'all' ? catalog.map((d) => d.name) : [name];
+        const unknown = names.filter((n) => !catalog.some((d) => d.name === n));
         if (unknown.length > 0)
           throw new UsageError(
-            `no drill named ${unknown.join(', ')}; choose from: ${DRILL_CATALOG.map((d) => d.name).join(', ')}, all`,
+            `no drill named ${unknown.join(', ')}; choose from: ${catalog.map((d) => d.name).join(', ')}, all`,
           );
-        const fixed = names.filter((n) => !ANY_JOB_TYPE.includes(n));
+        const anyJobType = catalog.filter((d) => d.anyJobType === true).map((d) => d.name);
+        const fixed = names.filter((n) => !anyJobType.includes(n));
         if (opts.jobType !== undefined && fixed.length > 0)
           throw new UsageError(
-            `--job-type: ${fixed.join(', ')} ${fixed.length === 1 ? 'is' : 'are'} about a reference job type; drills that take one: ${ANY_JOB_TYPE.join(', ')}`,
+            `--job-type: ${fixed.join(', ')} ${fixed.length === 1 ? 'is' : 'are'} about the app's own domain and take${fixed.length === 1 ? 's' : ''} no job type; drills that take one: ${anyJobType.join(', ')}`,
           );
         // The platform and the drills load only when a drill runs.
         const [{ runDrillsLocally }, { renderDrillResult }] = await Promise.all([
@@ -103,6 +117,7 @@ Examples:
           import('./drill'),
         ]);
         const results = await runDrillsLocally(names, {
+          ...(appDir === undefined ? {} : { projectRoot: appDir }),
           stage: opts.stage,
           progress: ctx.err,
           cli,

@@ -1,19 +1,18 @@
 /**
  * The jobs a drill that takes any job type (`tenang drill <name> --job-type <type>`, a catalog
- * `jobType`) sends and judges. On its own job type it keeps the reference's traffic (paid orders,
- * whose notifications follow); on a job type the app declares beyond the reference it sends jobs
- * built from the declared `samplePayload` straight to the job type's queue and judges each done
- * once by what holds for any job type: its idempotency record COMPLETED and one call per
- * idempotency key in each of its providers' fakes (lib/local/scenario-declared-jobs.ts, as the
- * scenario and the chaos suite judge them).
+ * `anyJobType`) sends and judges. By default they are built from the job type's declared
+ * `samplePayload`, sent straight to its queue and judged done once by what holds for any job
+ * type: its idempotency record COMPLETED and one call per idempotency key in each of its
+ * providers' fakes (lib/local/scenario-declared-jobs.ts, as the scenario and the chaos suite judge
+ * them). An app whose job type needs its own domain to make a job (an order to charge) hands in
+ * its own DrillJobs for it through its extensions (drillJobs).
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { SendMessageCommand, type SendMessageCommandInput } from '@aws-sdk/client-sqs';
 import { providerVariable, type ResolvedJobType } from '../config';
 import type { FakeProvider } from '../local/fake-provider';
 import {
   declaredJobFacts,
   declaredJobMessage,
-  declaredJobTypes,
   declaredProviderCalls,
   judgeDeclaredJob,
   type DeclaredJob,
@@ -22,22 +21,21 @@ import {
 } from '../local/scenario-declared-jobs';
 import type { DrillInfo } from '../ops/drills/catalog';
 import type { DrillCheck, DrillContext } from './drill';
-import {
-  jobTarget,
-  ledgerEntriesFor,
-  oncePerOrderChecks,
-  orderStates,
-  placePaidOrders,
-  queueDepth,
-  untilNotifiedAndDrained,
-  type JobTarget,
-  type PlacedOrder,
-} from './support';
+import { jobTarget, queueDepth, type JobTarget } from './support';
 
 /** Requests the providers received so far, all together (retry-storm, permission-denied). */
 export function providerRequests(providers: readonly FakeProvider[]): number {
   return providers.reduce((n, p) => n + p.requestCount(), 0);
 }
+
+/** One job a drill sent or put aside, by the ids its message carries. */
+export interface DrillJob {
+  readonly idempotencyKey: string;
+  readonly correlationId: string;
+}
+
+/** What became of one job: done exactly once, never, or more than once. */
+export type DrillJobVerdict = DeclaredJobVerdict;
 
 /** Jobs a drill sends through one job type's consumer, and how it judges them. */
 export interface DrillJobs {
@@ -46,6 +44,17 @@ export interface DrillJobs {
   readonly providers: readonly FakeProvider[];
   /** Sends `count` more jobs. */
   send(count: number): Promise<void>;
+  /** Sends one more job, named `tag` within the drill's run; it is judged with the others. */
+  sendOne(tag: string): Promise<DrillJob>;
+  /**
+   * A job never sent to the queue, judged with the others from now on: the drill puts its message
+   * somewhere else (dlqMessage). May prepare what the job needs (the order it charges).
+   */
+  unsent(tag: string): Promise<DrillJob>;
+  /** The SendMessage input of a copy of `job` in the job type's DLQ (its own deduplication id). */
+  dlqMessage(job: DrillJob): SendMessageCommandInput;
+  /** What became of `job` so far. */
+  verdictOf(job: DrillJob): Promise<DrillJobVerdict>;
   /** How many of the jobs sent are done. */
   done(): Promise<number>;
   /** Waits until every job sent is done and the job type's queue is drained. */
@@ -54,57 +63,45 @@ export interface DrillJobs {
   checks(): Promise<DrillCheck[]>;
 }
 
+/** Whether a drill can play on `jobType`: jobs made from its samplePayload, or the app's own. */
+function playable(ctx: DrillContext, jobType: ResolvedJobType): boolean {
+  return jobType.samplePayload !== undefined || ctx.extensions.drillJobs?.[jobType.name] !== undefined;
+}
+
 /**
- * The job type a drill plays its incident on: `--job-type`, else the drill's own; in an app that
- * does not declare the drill's own (an app of its own, not the reference), its first job type
- * with a samplePayload. Undefined for the drill's own, so the drill keeps its reference incident.
+ * The job type a drill that takes any job type plays its incident on: `--job-type`, else the one
+ * the app's extensions name for the drill (drillJobTypes), else the pipeline's first job type
+ * with a samplePayload.
  */
-export function declaredDrillJobType(ctx: DrillContext, drill: DrillInfo): ResolvedJobType | undefined {
-  if (ctx.jobType === undefined && drill.jobType !== undefined) {
-    if (ctx.config.jobTypes.some((j) => j.name === drill.jobType)) return undefined;
-    const first = declaredJobTypes(ctx.config.jobTypes)[0];
+export function drillJobType(ctx: DrillContext, drill: DrillInfo): ResolvedJobType {
+  if (drill.anyJobType !== true) throw new Error(`drill ${drill.name} takes no job type`);
+  const named = ctx.jobType ?? ctx.extensions.drillJobTypes?.[drill.name];
+  if (named === undefined) {
+    const first = ctx.config.jobTypes.find((j) => j.samplePayload !== undefined);
     if (first === undefined)
       throw new Error(
         `drill ${drill.name} needs a job type with a samplePayload (its jobs are made from it); the pipeline declares none`,
       );
     return first;
   }
-  if (ctx.jobType === undefined || ctx.jobType === drill.jobType) return undefined;
-  if (drill.jobType === undefined)
-    throw new Error(`drill ${drill.name} is about a reference job type and takes no --job-type`);
-  const declared = declaredJobTypes(ctx.config.jobTypes).find((j) => j.name === ctx.jobType);
-  if (declared === undefined)
+  const found = ctx.config.jobTypes.find((j) => j.name === named && playable(ctx, j));
+  if (found === undefined)
     throw new Error(
-      `--job-type ${ctx.jobType}: drill ${drill.name} takes its own ${drill.jobType} or a job type the pipeline declares beyond the reference's with a samplePayload (its jobs are made from it): ${
-        declaredJobTypes(ctx.config.jobTypes)
+      `${ctx.jobType === undefined ? "the app's drillJobTypes name" : '--job-type'} ${named}: drill ${drill.name} plays on a job type the pipeline declares with a samplePayload (its jobs are made from it) or whose jobs the app's extensions make (drillJobs): ${
+        ctx.config.jobTypes
+          .filter((j) => playable(ctx, j))
           .map((j) => j.name)
           .join(', ') || 'none declared'
       }`,
     );
-  return declared;
+  return found;
 }
 
-/** The paid orders' notifications: the reference traffic of the pause drills. */
-export function orderNotifications(ctx: DrillContext): DrillJobs {
-  const target = jobTarget(ctx, 'notification.send');
-  const orders: PlacedOrder[] = [];
-  return {
-    target,
-    providers: [ctx.platform.providers.messaging],
-    async send(count) {
-      orders.push(...(await placePaidOrders(ctx, count)));
-    },
-    done: () =>
-      Promise.resolve(orders.filter((o) => ledgerEntriesFor(ctx, 'messaging', o.orderId) > 0).length),
-    untilDone: () => untilNotifiedAndDrained(ctx, orders, target.queueUrl),
-    async checks() {
-      const states = await orderStates(
-        ctx,
-        orders.map((o) => o.orderId),
-      );
-      return oncePerOrderChecks(ctx, orders, states);
-    },
-  };
+/** The drill's jobs on the job type it plays on (drillJobType): the app's own, else declared ones. */
+export function drillJobs(ctx: DrillContext, drill: DrillInfo): DrillJobs {
+  const jobType = drillJobType(ctx, drill);
+  const own = ctx.extensions.drillJobs?.[jobType.name];
+  return own === undefined ? new DeclaredDrillJobs(ctx, jobType) : own(ctx);
 }
 
 /** Jobs of a declared job type, made from its `samplePayload`. */
@@ -151,6 +148,16 @@ export class DeclaredDrillJobs implements DrillJobs {
     return ids;
   }
 
+  public unsent(tag: string): Promise<DeclaredJob> {
+    const ids = this.ids(tag);
+    this.track(ids);
+    return Promise.resolve(ids);
+  }
+
+  public dlqMessage(job: DrillJob): SendMessageCommandInput {
+    return this.message({ ...job, deduplicationId: `${job.idempotencyKey}-dead` }, this.target.dlqUrl);
+  }
+
   /** Judges job `ids` with the others from now on (a job the drill put somewhere else, e.g. a DLQ). */
   public track(ids: DeclaredJob): void {
     if (!this.sent.some((j) => j.idempotencyKey === ids.idempotencyKey))
@@ -178,7 +185,7 @@ export class DeclaredDrillJobs implements DrillJobs {
   }
 
   /** The verdict of one tracked job. */
-  public async verdictOf(job: DeclaredJob): Promise<DeclaredJobVerdict> {
+  public async verdictOf(job: DrillJob): Promise<DeclaredJobVerdict> {
     const found = (await this.verdicts()).find((v) => v.idempotencyKey === job.idempotencyKey);
     if (found === undefined) throw new Error(`job ${job.idempotencyKey} is not tracked by the drill`);
     return found;
@@ -210,14 +217,4 @@ export class DeclaredDrillJobs implements DrillJobs {
       ),
     ];
   }
-}
-
-/** The drill's jobs: the reference's own traffic, or a declared job type's (`--job-type`). */
-export function drillJobs(
-  ctx: DrillContext,
-  drill: DrillInfo,
-  reference: (ctx: DrillContext) => DrillJobs,
-): DrillJobs {
-  const declared = declaredDrillJobType(ctx, drill);
-  return declared === undefined ? reference(ctx) : new DeclaredDrillJobs(ctx, declared);
 }

@@ -7,6 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { PipelineConfig } from '../config';
+import { loadAppExtensions, type AppExtensions } from '../local/extensions';
 import type { LocalPlatform } from '../local/platform';
 import { callApi, type ApiAnswer } from '../local/traffic';
 import type { DrillInfo } from '../ops/drills/catalog';
@@ -48,8 +49,13 @@ export interface DrillContext {
   ) => Promise<ApiAnswer>;
   /** A unique id part for this run. */
   readonly runId: string;
-  /** The job type `--job-type` named (drills with a catalog `jobType` only). @default the drill's own */
+  /**
+   * The job type `--job-type` named (drills that take any job type only). @default the app's
+   * drillJobTypes entry for the drill, else the pipeline's first job type with a samplePayload
+   */
   readonly jobType: string | undefined;
+  /** The app's extensions (its cdk.json's `tenang:extensions`): its drill defaults and traffic. */
+  readonly extensions: AppExtensions;
   readonly log: (line: string) => void;
   /** Polls `probe` until it returns a value, or fails naming `what` after `deadlineMs`. */
   until<T>(probe: () => Promise<T | undefined>, what: string, deadlineMs?: number): Promise<T>;
@@ -57,7 +63,7 @@ export interface DrillContext {
   check(name: string, ok: boolean, detail: string): DrillCheck;
 }
 
-/** A drill: its catalog entry (catalog.ts) and the code that plays it. */
+/** A drill: its catalog entry (tenang's in catalog.ts, an app's with its code) and the code that plays it. */
 export interface Drill extends DrillInfo {
   /** Creates the incident, runs the runbook's commands, returns the checks. */
   run(ctx: DrillContext): Promise<readonly DrillCheck[]>;
@@ -87,8 +93,10 @@ export interface RunDrillOptions {
   readonly log?: (line: string) => void;
   /** @default a random id */
   readonly runId?: string;
-  /** `--job-type`: the job type a drill that takes any plays its incident on. @default the drill's own */
+  /** `--job-type`: the job type a drill that takes any plays its incident on. @default the app's default */
   readonly jobType?: string;
+  /** The app's extensions. @default those of the app the platform deployed (loadAppExtensions) */
+  readonly extensions?: AppExtensions;
 }
 
 /** Polls `probe` every 250 ms until it returns a value; throws naming `what` after the deadline. */
@@ -139,6 +147,7 @@ export async function withDrillContext<T>(
     dynamodb,
     runId: opts.runId ?? `${actor}-${Date.now().toString(36)}`,
     jobType: opts.jobType,
+    extensions: opts.extensions ?? loadAppExtensions(platform.projectRoot),
     log,
     async tenang(argv) {
       log(`$ tenang ${argv.join(' ')}`);

@@ -3,13 +3,13 @@
  * flag written straight into SSM (by a teammate or an automation) is not enforced: the consumer
  * keeps running while its flag says paused. `tenang status` shows the drift; `tenang pause` and
  * `tenang resume` apply the mapping state themselves, so they work without the reconciler.
- * Any job type: the notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
+ * Any job type: `--job-type`, else the app's default for the drill (drill-jobs.ts).
  */
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillCheck, DrillContext } from './drill';
-import { drillJobs, orderNotifications } from './drill-jobs';
+import { drillJobs } from './drill-jobs';
 import { consumerStatus } from './support';
 
 const info = drillInfo('flag-reconciler');
@@ -26,10 +26,10 @@ export const flagReconciler: Drill = {
 };
 
 async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
-  const jobs = drillJobs(ctx, info, orderNotifications);
-  const notifications = jobs.target;
-  const job = ctx.config.jobTypes.find((j) => j.name === notifications.jobType);
-  if (job === undefined) throw new Error(`no ${notifications.jobType} job type`);
+  const jobs = drillJobs(ctx, info);
+  const target = jobs.target;
+  const job = ctx.config.jobTypes.find((j) => j.name === target.jobType);
+  if (job === undefined) throw new Error(`no ${target.jobType} job type`);
   ctx.platform.suspendReconciler(true);
   const ssm = new SSMClient({ endpoint: ctx.platform.env.endpoint, region: ctx.platform.env.region });
   try {
@@ -50,23 +50,23 @@ async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
     ssm.destroy();
   }
   await sleep(3_000);
-  const drifted = await consumerStatus(ctx, notifications.consumer);
+  const drifted = await consumerStatus(ctx, target.consumer);
   // Contain: enforce the pause through the CLI, which updates the mapping itself and verifies it.
   const paused = await ctx.tenang([
     'pause',
-    notifications.consumer,
+    target.consumer,
     '--reason',
     'enforcing the pause while the reconciler is down (drill)',
     '--for',
     '30m',
   ]);
-  const enforced = await consumerStatus(ctx, notifications.consumer);
+  const enforced = await consumerStatus(ctx, target.consumer);
   await jobs.send(2);
   // Recover: the reconciler is fixed; resume and watch the work done once.
   ctx.platform.suspendReconciler(false);
-  const resumed = await ctx.tenang(['resume', notifications.consumer]);
+  const resumed = await ctx.tenang(['resume', target.consumer]);
   await jobs.untilDone();
-  const after = await consumerStatus(ctx, notifications.consumer);
+  const after = await consumerStatus(ctx, target.consumer);
   return [
     ctx.check(
       'drift shown',

@@ -1,33 +1,33 @@
-/** Every drill, by name (`tenang drill --list`). */
+/** tenang's drills, by name (`tenang drill --list`); an app's own join them (app-drills.ts). */
 import { backlog } from './backlog';
 import { dlqNotEmpty } from './dlq-not-empty';
+import { loadAppExtensions } from '../local/extensions';
+import { appDrillInfos } from './app-drills';
 import type { Drill } from './drill';
-import { duplicates } from './duplicates';
 import { flagReconciler } from './flag-reconciler';
 import { pauseOverdue } from './pause-overdue';
 import { permissionDenied } from './permission-denied';
 import { retryStorm } from './retry-storm';
-import { staleCache } from './stale-cache';
-import { streamFailures } from './stream-failures';
 import { stuckJobs } from './stuck-jobs';
-import { stuckLock } from './stuck-lock';
 
-/** The drills, in the order `tenang drill --list` shows them. */
+/** tenang's drills, in the order `tenang drill --list` shows them (the catalog's). */
 export const DRILLS: readonly Drill[] = [
   retryStorm,
   backlog,
   dlqNotEmpty,
-  stuckLock,
   stuckJobs,
-  duplicates,
   pauseOverdue,
   flagReconciler,
-  staleCache,
-  streamFailures,
   permissionDenied,
 ];
 
-/** The drill named `name`, or undefined. */
+/** tenang's drill named `name`, or undefined. */
 export function drillNamed(name: string): Drill | undefined {
   return DRILLS.find((d) => d.name === name);
+}
+
+/** Every drill the app in `appDir` runs: tenang's, then its own (names checked as appDrillInfos does). */
+export function appDrills(appDir: string | undefined): readonly Drill[] {
+  appDrillInfos(appDir);
+  return [...DRILLS, ...(loadAppExtensions(appDir).drills ?? [])];
 }

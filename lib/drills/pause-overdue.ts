@@ -2,12 +2,12 @@
  * Pause overdue (runbooks/pause-overdue.md): a consumer paused "for a few seconds" is still
  * paused after its pause expired. An expired pause never resumes by itself (the cause may still be
  * there): it alarms, and the runbook resumes it once the cause is gone, or extends it with a reason.
- * Any job type: the notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
+ * Any job type: `--job-type`, else the app's default for the drill (drill-jobs.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import { drillJobs, orderNotifications } from './drill-jobs';
+import { drillJobs } from './drill-jobs';
 import { consumerStatus } from './support';
 
 const info = drillInfo('pause-overdue');
@@ -15,11 +15,11 @@ const info = drillInfo('pause-overdue');
 export const pauseOverdue: Drill = {
   ...info,
   async run(ctx) {
-    const jobs = drillJobs(ctx, info, orderNotifications);
-    const notifications = jobs.target;
+    const jobs = drillJobs(ctx, info);
+    const target = jobs.target;
     const paused = await ctx.tenang([
       'pause',
-      notifications.consumer,
+      target.consumer,
       '--reason',
       'quick provider check (drill)',
       '--for',
@@ -27,20 +27,20 @@ export const pauseOverdue: Drill = {
     ]);
     await jobs.send(2);
     await sleep(7_000);
-    const overdue = await consumerStatus(ctx, notifications.consumer);
+    const overdue = await consumerStatus(ctx, target.consumer);
     // Extending is the other way out; the drill extends once, then resumes.
     const extended = await ctx.tenang([
       'pause',
-      notifications.consumer,
+      target.consumer,
       '--reason',
       'provider still being checked (drill)',
       '--for',
       '10m',
     ]);
-    const afterExtend = await consumerStatus(ctx, notifications.consumer);
-    const resumed = await ctx.tenang(['resume', notifications.consumer]);
+    const afterExtend = await consumerStatus(ctx, target.consumer);
+    const resumed = await ctx.tenang(['resume', target.consumer]);
     await jobs.untilDone();
-    const after = await consumerStatus(ctx, notifications.consumer);
+    const after = await consumerStatus(ctx, target.consumer);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
       ctx.check(

@@ -3,8 +3,8 @@
  * on one of its tables, so every job it receives is denied. The runner holds each one (never
  * dead-letters it) and pages; the runbook pauses the consumer so the held jobs stop spending
  * receives, "deploys the fix", resumes, and the held jobs come back when their holds end and are
- * done once each. Any job type with a table grant: the notification consumer (its dedup table) by
- * default, `--job-type` a declared one (its own table, else tenang's idempotency table).
+ * done once each. Any job type with a table grant (its own table, else tenang's idempotency
+ * table): `--job-type`, else the app's default for the drill (drill-jobs.ts).
  *
  * The missing grant is played by the platform's IAM enforcement: the consumer's role loses every
  * action its declaration grants on that table (LocalPlatform.withholdTableGrant), so DynamoDB's
@@ -15,7 +15,7 @@ import { PERMISSION_HOLD_BASE_VARIABLE } from '../adapters/aws/sqs-job-runner';
 import { IDEMPOTENCY_TABLE, tableVariable } from '../config';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import { drillJobs, orderNotifications, providerRequests } from './drill-jobs';
+import { drillJobs, providerRequests } from './drill-jobs';
 import { consumerStatus, functionEnv, queueDepth } from './support';
 
 const info = drillInfo('permission-denied');
@@ -29,12 +29,12 @@ const DRILL_HOLD_BASE_SECONDS = 20;
 export const permissionDenied: Drill = {
   ...info,
   async run(ctx) {
-    const jobs = drillJobs(ctx, info, orderNotifications);
-    const notifications = jobs.target;
-    const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const jobs = drillJobs(ctx, info);
+    const target = jobs.target;
+    const dlqBefore = await queueDepth(ctx.sqs, target.dlqUrl);
 
     // Incident: the consumer's role lost its grants on one of its tables.
-    const job = ctx.config.jobTypes.find((j) => j.name === notifications.jobType);
+    const job = ctx.config.jobTypes.find((j) => j.name === target.jobType);
     // A table of the job's own before tenang's idempotency table, which every idempotent job has.
     const grants = Object.entries(job?.resources.tables ?? {}).sort(
       ([a], [b]) => Number(a === IDEMPOTENCY_TABLE.name) - Number(b === IDEMPOTENCY_TABLE.name),
@@ -42,21 +42,21 @@ export const permissionDenied: Drill = {
     const [table, actions] = grants[0] ?? [];
     if (table === undefined || actions === undefined || actions.length === 0)
       throw new Error(
-        `drill permission-denied needs a job type with a table grant; ${notifications.jobType} declares none`,
+        `drill permission-denied needs a job type with a table grant; ${target.jobType} declares none`,
       );
-    ctx.platform.setInstanceEnvironment(notifications.functionName, {
+    ctx.platform.setInstanceEnvironment(target.functionName, {
       [PERMISSION_HOLD_BASE_VARIABLE]: String(DRILL_HOLD_BASE_SECONDS),
     });
-    const tableName = functionEnv(ctx.platform, notifications.functionName, tableVariable(table));
+    const tableName = functionEnv(ctx.platform, target.functionName, tableVariable(table));
     for (const action of actions)
-      ctx.platform.withholdTableGrant(notifications.functionName, `dynamodb:${action}`, tableName);
+      ctx.platform.withholdTableGrant(target.functionName, `dynamodb:${action}`, tableName);
     const sentBefore = providerRequests(jobs.providers);
     const sent = 3;
     await jobs.send(sent);
-    // Every notification is received, denied and held out of the queue: in flight, not visible.
+    // Every job is received, denied and held out of the queue: in flight, not visible.
     const held = await ctx.until(
       async () => {
-        const d = await queueDepth(ctx.sqs, notifications.queueUrl);
+        const d = await queueDepth(ctx.sqs, target.queueUrl);
         return d.inFlight >= sent && d.visible === 0 ? d : undefined;
       },
       'the denied jobs to be held in flight',
@@ -64,27 +64,27 @@ export const permissionDenied: Drill = {
     );
 
     // Detect, then contain: pause, so the held jobs spend no more receives.
-    const detected = await consumerStatus(ctx, notifications.consumer);
+    const detected = await consumerStatus(ctx, target.consumer);
     const paused = await ctx.tenang([
       'pause',
-      notifications.consumer,
+      target.consumer,
       '--reason',
       `${table} table grant missing since the last deploy (drill)`,
       '--for',
       '30m',
     ]);
-    const dlqWhileDenied = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const dlqWhileDenied = await queueDepth(ctx.sqs, target.dlqUrl);
     const sentWhileDenied = providerRequests(jobs.providers) - sentBefore;
 
     // The fixed grant is deployed (cdk deploy); then return to normal.
-    ctx.platform.restoreGrants(notifications.functionName);
-    const resumed = await ctx.tenang(['resume', notifications.consumer]);
+    ctx.platform.restoreGrants(target.functionName);
+    const resumed = await ctx.tenang(['resume', target.consumer]);
     // A held job returns when its hold ends, at most DRILL_HOLD_BASE_SECONDS after it was held:
     // the wait for every job done (90 s) covers that and the receive and run after it.
     await jobs.untilDone();
-    ctx.platform.setInstanceEnvironment(notifications.functionName, {});
-    const after = await consumerStatus(ctx, notifications.consumer);
-    const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    ctx.platform.setInstanceEnvironment(target.functionName, {});
+    const after = await consumerStatus(ctx, target.consumer);
+    const dlq = await queueDepth(ctx.sqs, target.dlqUrl);
     const dlqCount = (d: typeof dlq): number => d.visible + d.inFlight;
     return [
       ctx.check(

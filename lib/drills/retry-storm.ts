@@ -2,11 +2,11 @@
  * Retry storm (runbooks/retry-storm.md): the provider a consumer calls is down, so every job fails
  * and comes back after its backoff. The runbook pauses the consumer instead of letting it hammer
  * the provider, and resumes it once the provider is back. Any job type that calls a provider: the
- * notification consumer by default, `--job-type` a declared one (drill-jobs.ts).
+ * job type `--job-type` names, else the app's default for the drill (drill-jobs.ts).
  */
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
-import { drillJobs, orderNotifications, providerRequests } from './drill-jobs';
+import { drillJobs, providerRequests } from './drill-jobs';
 import { consumerStatus, queueDepth } from './support';
 
 const info = drillInfo('retry-storm');
@@ -14,30 +14,30 @@ const info = drillInfo('retry-storm');
 export const retryStorm: Drill = {
   ...info,
   async run(ctx) {
-    const jobs = drillJobs(ctx, info, orderNotifications);
-    const notifications = jobs.target;
+    const jobs = drillJobs(ctx, info);
+    const target = jobs.target;
     const { providers } = jobs;
     if (providers.length === 0)
       throw new Error(
-        `drill retry-storm needs a job type that calls a provider; ${notifications.jobType} calls none`,
+        `drill retry-storm needs a job type that calls a provider; ${target.jobType} calls none`,
       );
     const sent = 3;
     // What an earlier incident left in the DLQ is not this drill's.
-    const dlqBefore = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const dlqBefore = await queueDepth(ctx.sqs, target.dlqUrl);
     // Incident: the provider is down; jobs keep arriving and fail against it.
     for (const p of providers) p.set({ outage: true });
     const before = providerRequests(providers);
     await jobs.send(sent);
     await ctx.until(
       () => Promise.resolve(providerRequests(providers) - before >= sent ? true : undefined),
-      `the ${notifications.consumer} to fail against the provider`,
+      `the ${target.consumer} to fail against the provider`,
     );
 
     // Detect, then contain: pause the sheddable consumer (its pause cost is late e-mails).
-    const detected = await consumerStatus(ctx, notifications.consumer);
+    const detected = await consumerStatus(ctx, target.consumer);
     const paused = await ctx.tenang([
       'pause',
-      notifications.consumer,
+      target.consumer,
       '--reason',
       'provider outage (drill)',
       '--for',
@@ -53,10 +53,10 @@ export const retryStorm: Drill = {
 
     // The provider recovers; return to normal.
     for (const p of providers) p.set({ outage: false });
-    const resumed = await ctx.tenang(['resume', notifications.consumer]);
+    const resumed = await ctx.tenang(['resume', target.consumer]);
     await jobs.untilDone();
-    const after = await consumerStatus(ctx, notifications.consumer);
-    const dlq = await queueDepth(ctx.sqs, notifications.dlqUrl);
+    const after = await consumerStatus(ctx, target.consumer);
+    const dlq = await queueDepth(ctx.sqs, target.dlqUrl);
     return [
       ctx.check('pause accepted', paused.code === 0, `tenang pause exited ${paused.code}`),
       ctx.check(

@@ -11,8 +11,8 @@ import { freePort } from '../local/ports';
 import { asCliError } from '../local/local-commands';
 import { localAppDirectory } from '../local/project';
 import { UsageError } from '../ops/cli-context';
-import { runDrill, type DrillResult, type RunDrillOptions } from './drill';
-import { drillNamed } from './index';
+import { appDrills } from './index';
+import { runDrill, type Drill, type DrillResult, type RunDrillOptions } from './drill';
 
 /** Runs drills on one fresh local platform; `progress` gets every step as it happens. */
 export async function runDrillsLocally(
@@ -22,12 +22,23 @@ export async function runDrillsLocally(
     readonly progress: (line: string) => void;
     /** The CLI the drills' steps run through (bin/tenang.ts's runCaptured). */
     readonly cli: RunDrillOptions['cli'];
-    /** `--job-type`. @default each drill's own */
+    /** `--job-type`. @default the app's default for each drill (drill-jobs.ts) */
     readonly jobType?: string;
     /** The app the platform deploys. @default the nearest cdk.json at or above the working directory */
     readonly projectRoot?: string;
   },
 ): Promise<DrillResult[]> {
+  // tenang's drills and the app's own (its extensions): an unknown name fails before the platform starts.
+  let projectRoot: string;
+  let drills: readonly Drill[];
+  try {
+    projectRoot = opts.projectRoot ?? localAppDirectory();
+    drills = appDrills(projectRoot);
+  } catch (error) {
+    throw asCliError(error);
+  }
+  const unknown = names.filter((n) => !drills.some((d) => d.name === n));
+  if (unknown.length > 0) throw new UsageError(`no drill named ${unknown.join(', ')}`);
   const savedEndpoint = process.env.AWS_ENDPOINT_URL;
   const savedPort = process.env.TENANG_MOTO_PORT;
   // Its own emulator: never the endpoint the operator's shell points at.
@@ -39,7 +50,7 @@ export async function runDrillsLocally(
   try {
     platform = await LocalPlatform.start({
       stage: opts.stage,
-      projectRoot: opts.projectRoot ?? localAppDirectory(),
+      projectRoot,
       log: (line) => opts.progress(`platform: ${line}`),
       reconcileEveryMs: 5_000,
     });
@@ -50,7 +61,7 @@ export async function runDrillsLocally(
       `platform: confirmed ${confirmed.length} alarm subscription(s): ${confirmed.map((c) => `${c.protocol} ${c.endpoint}`).join(', ') || 'none pending'}`,
     );
     for (const name of names) {
-      const drill = drillNamed(name);
+      const drill = drills.find((d) => d.name === name);
       if (drill === undefined) throw new UsageError(`no drill named ${name}`);
       opts.progress(`drill ${drill.name}: ${drill.incident}`);
       results.push(

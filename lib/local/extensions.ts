@@ -1,6 +1,7 @@
 /**
  * An app's own additions to what tenang runs locally: the drills of its domain's incidents, the
- * job types tenang's drills play on by default, and its scenario's traffic. The kit knows no
+ * job types tenang's drills play on by default (and the jobs they send there when the app's
+ * domain makes them), and its scenario's traffic. The kit knows no
  * app's domain; an app that has one hands it in through the module its cdk.json names in the
  * context key `tenang:extensions` (a path relative to the app's directory), whose default export
  * (or `extensions` export) is an AppExtensions made with defineExtensions. The reference app's is
@@ -12,7 +13,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { Drill } from '../drills/drill';
+import type { Drill, DrillContext } from '../drills/drill';
+import type { DrillJobs } from '../drills/drill-jobs';
 import { LocalEnvError } from './errors';
 import type { ScenarioFlow } from './scenario-flow';
 
@@ -32,6 +34,13 @@ export interface AppExtensions {
    * given, by drill name. @default the first job type the pipeline declares with a samplePayload
    */
   readonly drillJobTypes?: Readonly<Record<string, string>>;
+  /**
+   * The jobs tenang's drills send on a job type of the app's, by job type name, where jobs made
+   * from a samplePayload cannot stand for it (its jobs need the app's own state, such as an order
+   * to charge) or cannot be judged by what holds for any job type. @default jobs made from the
+   * job type's samplePayload (DeclaredDrillJobs)
+   */
+  readonly drillJobs?: Readonly<Record<string, (ctx: DrillContext) => DrillJobs>>;
   /**
    * The scenario's traffic of the app's own domain, beside the declared job types' jobs: its
    * incidents, invariants and report sections (lib/local/scenario-flow.ts), and its `seed` hook,
@@ -119,6 +128,16 @@ function validated(file: string, value: unknown): AppExtensions {
     ];
     if (missing.length > 0) throw new LocalEnvError(`${file}: scenarioFlow needs ${missing.join(', ')}`);
   }
+  const drillJobs = candidate.drillJobs;
+  if (
+    drillJobs !== undefined &&
+    (typeof drillJobs !== 'object' ||
+      drillJobs === null ||
+      Object.values(drillJobs).some((make) => typeof make !== 'function'))
+  )
+    throw new LocalEnvError(
+      `${file}: drillJobs must map job type names to functions that make a drill's jobs (ctx) => DrillJobs`,
+    );
   return candidate as AppExtensions;
 }
 

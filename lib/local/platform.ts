@@ -188,6 +188,11 @@ export class LocalPlatform {
     },
   ) {}
 
+  /** The directory of the app the platform deployed (its cdk.json's). */
+  public get projectRoot(): string {
+    return this.owned.projectRoot;
+  }
+
   /** The pipeline config the stack was deployed with (its template's metadata). */
   public get config(): PipelineConfig {
     return (this.deployedConfig ??= pipelineFromTemplate(

@@ -185,16 +185,6 @@ export async function readItemStates(
   return states;
 }
 
-/**
- * readItemStates under the name lib/drills/support.ts imports it by, until the drills of the
- * reference's domain move out of the kit with it.
- */
-export const readOrderStates = (
-  dynamodb: DynamoDBClient,
-  tableName: string,
-  ids: readonly string[],
-): Promise<Map<string, string>> => readItemStates(dynamodb, tableName, ids);
-
 /** One record of a DynamoDB stream, read back at the end. */
 export interface StreamRecord {
   /** Numeric string. */

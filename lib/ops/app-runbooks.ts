@@ -18,6 +18,7 @@ import * as path from 'node:path';
 import type { PipelineConfig } from '../config';
 import { RUNBOOK } from '../infra/observability';
 import { packageRoot } from './cli-place';
+import type { AppDrillInfo } from './drills/catalog';
 import { GENERATED_MARK, generateRunbookFiles, handWrittenRunbooks } from './runbook-index';
 
 /** tenang's pages every app gets: the alarms' runbooks and the symptom runbook of any job type. */
@@ -77,6 +78,8 @@ export interface RunbookSources {
   readonly shippedDir?: string;
   /** Whether the app's runbooks/ holds `<name>.md` already (a page of the team's own). @default none does */
   readonly exists?: (name: string) => boolean;
+  /** The app's drills, tenang's and its own (lib/drills/app-drills.ts). @default tenang's */
+  readonly drills?: readonly AppDrillInfo[];
 }
 
 /**
@@ -92,7 +95,10 @@ export function runbookPages(config: PipelineConfig, sources: RunbookSources = {
   const copied = [...new Set([...GENERIC_RUNBOOKS, ...named.filter((r) => handWritten.has(r))])];
   // The generated pages link to the symptom runbooks the app's runbooks/ holds: copied or its own.
   const symptomRunbooks = [...handWritten].filter((r) => copied.includes(r) || exists(r));
-  const generated = generateRunbookFiles(config, { symptomRunbooks });
+  const generated = generateRunbookFiles(config, {
+    symptomRunbooks,
+    ...(sources.drills === undefined ? {} : { drills: sources.drills }),
+  });
   const held = new Set([...copied, ...generated.map((f) => f.file.replace(/\.md$/, ''))]);
   const pages: RunbookPage[] = copied.map((name) => {
     const file = path.join(shipped, `${name}.md`);
@@ -157,7 +163,11 @@ export interface RunbookPlan {
 export function planRunbooks(
   config: PipelineConfig,
   dir: string,
-  options: { readonly force?: boolean; readonly shippedDir?: string } = {},
+  options: {
+    readonly force?: boolean;
+    readonly shippedDir?: string;
+    readonly drills?: readonly AppDrillInfo[];
+  } = {},
 ): RunbookPlan {
   const read = (file: string): string | undefined => {
     const at = path.join(dir, file);
@@ -165,6 +175,7 @@ export function planRunbooks(
   };
   const pages = runbookPages(config, {
     ...(options.shippedDir === undefined ? {} : { shippedDir: options.shippedDir }),
+    ...(options.drills === undefined ? {} : { drills: options.drills }),
     exists: (name) => read(`${name}.md`) !== undefined,
   }).map((page): PlannedRunbookPage => {
     const current = read(page.file);

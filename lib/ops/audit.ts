@@ -20,7 +20,7 @@ import {
 } from '../config';
 import { buildApp } from '../infra/app';
 import { auditFailed, type AuditFinding, type ChecklistItem } from '../audit/checklist';
-import { auditPipelineConfig } from '../audit/config-audit';
+import { auditPipelineConfig, type AuditedDrill } from '../audit/config-audit';
 import { auditLive } from '../audit/live-audit';
 import { LiveStackNotFoundError, readLiveStack } from '../audit/live-reader';
 import type { QueueObjective } from '../audit/rules';
@@ -31,7 +31,7 @@ import { STAGE_CONTEXT_KEY } from '../infra/target';
 import { appDirectory, CDK_PROJECT_FILE } from './app-directory';
 import { CommandFailedError, UsageError, type CliContext } from './cli-context';
 import type { AuditOptions } from './commands/audit';
-import { DRILL_CATALOG } from './drills/catalog';
+import { DRILL_CATALOG, type AppDrills } from './drills/catalog';
 
 /** What an audit run found. */
 export interface AuditResult {
@@ -42,6 +42,9 @@ export interface AuditResult {
   /** The template rules' failing and not-checkable findings, each with its stack, file and line. */
   readonly findings?: readonly AuditFinding[];
 }
+
+/** tenang's drills alone: for an audit or runbooks handed no app's. */
+export const KIT_DRILLS: AppDrills = () => DRILL_CATALOG;
 
 /** What `-` stands for: the template's text on stdin (`cdk synth | tenang audit -`). */
 export const STDIN_SOURCE = '-';
@@ -181,6 +184,7 @@ function mergeConfigItems(
 export function auditDeclaredStacks(
   stacks: readonly StackTemplate[],
   appDir: string,
+  drills: readonly AuditedDrill[] = DRILL_CATALOG,
 ): { items: ChecklistItem[]; findings: AuditFinding[] } {
   const declared = declaredStacks(stacks);
   const audit = auditTemplates(
@@ -191,7 +195,7 @@ export function auditDeclaredStacks(
     declared.map((d) => ({
       stack: d.stack,
       items: auditPipelineConfig(d.config, {
-        drills: DRILL_CATALOG,
+        drills,
         runbooksDir: path.join(appDir, 'runbooks'),
       }),
     })),
@@ -294,7 +298,8 @@ function givenConfig(ctx: CliContext): PipelineConfig | undefined {
  * (TENANG_PIPELINE); else the project's template synthesized from the declaration (TENANG_PIPELINE
  * or the deployed stack's). Templates carrying
  * `tenang:pipeline` are judged with it (auditDeclaredStacks). `readStdin` gives stdin's text (read
- * before, see readStdinText); `cwd` is the app's directory, where its runbooks/ are.
+ * before, see readStdinText); `cwd` is the app's directory, where its runbooks/ are; `drills`
+ * gives the drills of the app there.
  */
 export function runAudit(
   options: AuditOptions,
@@ -303,12 +308,13 @@ export function runAudit(
     throw new UsageError('stdin was not read: pass its text to runAudit');
   },
   cwd: string = process.cwd(),
+  drills: AppDrills = KIT_DRILLS,
 ): AuditResult {
   if (options.template !== undefined) {
     const stacks = readAuditInput(options.template, readStdin);
     let audit: ReturnType<typeof auditDeclaredStacks>;
     try {
-      audit = auditDeclaredStacks(stacks, cwd);
+      audit = auditDeclaredStacks(stacks, cwd, drills(cwd));
     } catch (error) {
       if (error instanceof TemplateFormatError)
         throw new UsageError(
@@ -331,7 +337,7 @@ export function runAudit(
       ctx.err(
         `audit: no stack of the app in ${appDir} carries ${PIPELINE_METADATA_KEY}: the config rules (owners, runbooks, drills) are not run`,
       );
-    const audit = auditDeclaredStacks(stacks, appDir);
+    const audit = auditDeclaredStacks(stacks, appDir, drills(appDir));
     return {
       source: `synthesized app ${appDir} (${stacks.map((s) => s.name).join(', ')})`,
       items: audit.items,
@@ -348,13 +354,16 @@ export function runAudit(
   const audit = auditTemplates([{ name: stackName, template }], { objectives: queueObjectives(ctx.config) });
   const items = [
     ...audit.items,
-    ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG, runbooksDir: path.join(cwd, 'runbooks') }),
+    ...auditPipelineConfig(ctx.config, {
+      drills: drills(cwd),
+      runbooksDir: path.join(cwd, 'runbooks'),
+    }),
   ];
   return { source: `synthesized ${stackName}`, items, failed: auditFailed(items), findings: audit.findings };
 }
 
 /** Audits the stage's deployed stack through the AWS APIs, plus the pipeline config it was deployed from. */
-export async function runLiveAudit(ctx: CliContext): Promise<AuditResult> {
+export async function runLiveAudit(ctx: CliContext, drills: AppDrills = KIT_DRILLS): Promise<AuditResult> {
   const answers = await readLiveStack(ctx.clients, ctx.stackName, (line) =>
     ctx.err(`audit --live: ${line}`),
   ).catch((error: unknown) => {
@@ -363,6 +372,9 @@ export async function runLiveAudit(ctx: CliContext): Promise<AuditResult> {
       throw new CommandFailedError(`${error.message}: is stage "${ctx.stage}" deployed?`);
     throw error;
   });
-  const items = [...auditLive(answers), ...auditPipelineConfig(ctx.config, { drills: DRILL_CATALOG })];
+  const items = [
+    ...auditLive(answers),
+    ...auditPipelineConfig(ctx.config, { drills: drills(process.cwd()) }),
+  ];
   return { source: `live stack ${ctx.stackName} (${ctx.region})`, items, failed: auditFailed(items) };
 }

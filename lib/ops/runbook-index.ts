@@ -15,7 +15,7 @@ import {
   permissionHoldSecondsToRedrive,
 } from '../core/backoff';
 import { RUNBOOK } from '../infra/observability';
-import { DRILL_CATALOG, type DrillInfo } from './drills/catalog';
+import { DRILL_CATALOG, type AppDrillInfo, type DrillInfo } from './drills/catalog';
 
 /** The symptom runbooks of P1 (docs/features.md#p1) and what each covers, in index order. */
 export const SYMPTOM_RUNBOOKS: readonly { readonly name: string; readonly symptom: string }[] = [
@@ -118,19 +118,25 @@ interface PageDrill {
 }
 
 /**
- * The drills of a consumer's page: those that execute its runbook or exercise it, and for a job
- * type with a `samplePayload` the drills that take any job type (`--job-type`), as the audit's P2
- * counts them.
+ * The drills of a consumer's page: those that execute its runbook or exercise it (a drill that
+ * takes any job type exercises the job type the app names as its default), and for a job type
+ * with a `samplePayload` the other drills that take any job type (`--job-type`), as the audit's
+ * P2 counts them.
  */
-function drillsFor(c: Consumer): PageDrill[] {
+function drillsFor(c: Consumer, drills: readonly AppDrillInfo[]): PageDrill[] {
   const consumer = nameOf(c);
   const runbook = runbookOf(c);
-  const own: PageDrill[] = DRILL_CATALOG.filter(
-    (d) => d.runbook === runbook || (d.consumers as readonly string[]).includes(consumer),
-  ).map((drill) => ({ drill, command: `tenang drill ${drill.name}` }));
+  const own: PageDrill[] = drills
+    .filter(
+      (d) =>
+        d.runbook === runbook ||
+        d.consumers.includes(consumer) ||
+        (c.kind === 'queue' && d.anyJobType === true && d.defaultJobType === c.job.name),
+    )
+    .map((drill) => ({ drill, command: `tenang drill ${drill.name}` }));
   if (c.kind !== 'queue' || c.job.samplePayload === undefined) return own;
-  const anyJobType: PageDrill[] = (DRILL_CATALOG as readonly DrillInfo[])
-    .filter((d) => d.jobType !== undefined && d.jobType !== c.job.name && !own.some((o) => o.drill === d))
+  const anyJobType: PageDrill[] = drills
+    .filter((d) => d.anyJobType === true && !own.some((o) => o.drill === d))
     .map((drill) => ({ drill, command: `tenang drill ${drill.name} --job-type ${c.job.name}` }));
   return [...own, ...anyJobType];
 }
@@ -255,7 +261,7 @@ function consumerPage(c: Consumer, options: RunbookIndexOptions): GeneratedFile 
         ];
   const target = c.kind === 'queue' ? c.job.name : name;
   const pause = c.kind === 'queue' && c.job.neededForRecovery ? ' --force' : '';
-  const drills = drillsFor(c);
+  const drills = drillsFor(c, drillsOf(options));
   const lines = [
     GENERATED_MARK,
     `# ${title}`,
@@ -297,7 +303,8 @@ function consumerPage(c: Consumer, options: RunbookIndexOptions): GeneratedFile 
 function readme(config: PipelineConfig, options: RunbookIndexOptions): GeneratedFile {
   const consumers = consumersOf(config);
   const drillOf = (runbook: string): string =>
-    DRILL_CATALOG.filter((d) => d.runbook === runbook)
+    drillsOf(options)
+      .filter((d) => d.runbook === runbook)
       .map((d) => `\`tenang drill ${d.name}\``)
       .join(', ') || '-';
   const row = (c: Consumer): string[] => {
@@ -320,7 +327,7 @@ function readme(config: PipelineConfig, options: RunbookIndexOptions): Generated
     '',
     `Stage names below are \`<stage>\`; every step of every runbook is a \`tenang\` command (\`tenang --help\`), and every runbook is executed by a drill (\`tenang drill <name>\`, or every drill with ${
       // An app's runbooks (symptomRunbooks given) are drilled through the package's CLI.
-      options.symptomRunbooks === undefined ? '\`npm run test:drills\`' : '\`npx tenang drill all\`'
+      options.symptomRunbooks === undefined ? '`npm run test:drills`' : '`npx tenang drill all`'
     }) that creates its incident on the local platform and checks recovery.`,
     '',
     '## By symptom',
@@ -366,6 +373,16 @@ export interface RunbookIndexOptions {
    * and whatever the team wrote. @default every symptom runbook (tenang's own runbooks/)
    */
   readonly symptomRunbooks?: readonly string[];
+  /**
+   * The app's drills: tenang's and its own (lib/drills/app-drills.ts appDrillInfos), each that
+   * takes any job type with the app's default for it. @default tenang's drills (DRILL_CATALOG)
+   */
+  readonly drills?: readonly AppDrillInfo[];
+}
+
+/** The drills the pages name. */
+function drillsOf(options: RunbookIndexOptions): readonly AppDrillInfo[] {
+  return options.drills ?? DRILL_CATALOG;
 }
 
 /** Every generated file; resource names show the stage as `<stage>`. */

@@ -1,5 +1,6 @@
 /**
- * Every drill (lib/drills) on one local platform of its own: each creates its runbook's
+ * Every drill of the reference app — tenang's (lib/drills) and its own (examples/reference/drills,
+ * through its extensions) — on one local platform of its own: each creates its runbook's
  * incident, runs the runbook's `tenang` commands through the CLI entry point, and must recover
  * with nothing lost and nothing done twice. A failure prints the drill's steps and checks.
  */
@@ -7,12 +8,16 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildProgram, runCaptured } from '../../bin/tenang';
 import { runbookCommands, stepInRunbook } from '../../lib/ops/runbook-commands';
-import { DRILLS } from '../../lib/drills';
+import { appDrills } from '../../lib/drills';
 import { renderDrillResult, runDrill, type DrillResult } from '../../lib/drills/drill';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { startTestPlatform } from '../helpers/local-platform';
 
 jest.setTimeout(300_000);
+
+const ROOT = path.join(__dirname, '..', '..');
+/** tenang's drills and the reference's own (the checkout's cdk.json names its extensions). */
+const DRILLS = appDrills(ROOT);
 
 /** Each drill's time limit: the usual 300 s, or more for a drill that waits out a real hold. */
 const DRILL_TIMEOUT_MS = Math.max(300, ...DRILLS.map((d) => d.timeoutSeconds ?? 0)) * 1_000;

@@ -23,7 +23,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import type { LocalPlatform } from '../../lib/local/platform';
-import { readOrderStates } from '../../lib/local/scenario-facts';
+import { readOrderStates } from '../../examples/reference/local/order-facts';
 import type { StreamEventSource } from '../../lib/local/stream-event-source';
 import { callApi } from '../../lib/local/traffic';
 import { until } from '../../lib/drills/drill';

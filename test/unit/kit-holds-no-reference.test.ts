@@ -19,20 +19,6 @@ const SCANNED = ['lib', 'lambdas', 'bin'];
 const EXCEPTIONS: readonly (readonly [string, string])[] = [
   ['lib/reference/', "the reference app's domain itself, until it moves next to examples/reference"],
   ['lib/api/reference.ts', 'its entry point, tenang/reference'],
-  // Known remaining, file by file (a new file of lib/drills is scanned; lib/local has none): the
-  // drills whose incident is a reference domain fact, and the reference defaults of the drills
-  // that take any job type.
-  ['lib/drills/dlq-not-empty.ts', 'its reference default: the capture incident'],
-  ['lib/drills/drill-jobs.ts', "the reference's traffic of the drills that take any job type"],
-  ['lib/drills/duplicates.ts', 'a payment sent many times through the ingress'],
-  ['lib/drills/stale-cache.ts', "an order's cache entry"],
-  ['lib/drills/stream-failures.ts', "the reference's stream consumers"],
-  ['lib/drills/stuck-lock.ts', "a SKU's lease"],
-  ['lib/drills/support.ts', "the reference's orders and stock"],
-  [
-    'lib/ops/drills/catalog.ts',
-    "the catalog of lib/drills' drills: the consumers and job types they play on",
-  ],
 ];
 
 /** The reference app's job types and consumers: found anywhere inside a string or template. */

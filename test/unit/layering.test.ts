@@ -101,6 +101,7 @@ const FORBIDDEN: readonly (readonly [string, string, string])[] = [
   ['lib/ops/x.ts', '../api/reference', REFERENCE],
   ['lib/ops/x.ts', 'tenang/reference', REFERENCE],
   ['lambdas/cache-admin/x.ts', '../../lib/reference/order-stream', REFERENCE],
+  ['lib/drills/x.ts', '../reference/inventory', REFERENCE],
 ];
 
 /** [file, import]: legal, nothing may be reported. */
@@ -118,9 +119,8 @@ const ALLOWED: readonly (readonly [string, string])[] = [
   ['lib/adapters/aws/x.ts', '../../core/errors'],
   ['bench/x.ts', '../lib/local/names'],
   ['test/unit/x.test.ts', '../helpers/aws'],
-  // lib/local and lib/drills still play the reference flow; lib/api/reference.ts exports it.
+  // lib/local still plays the reference flow; lib/api/reference.ts exports it.
   ['lib/local/x.ts', '../reference/payloads'],
-  ['lib/drills/x.ts', '../reference/inventory'],
   ['lib/api/x.ts', '../reference/payment'],
   ['lib/reference/x.ts', '../core/envelope'],
 ];

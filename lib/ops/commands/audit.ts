@@ -24,6 +24,7 @@ import {
 } from '../cli-context';
 import { appDirectory } from '../app-directory';
 import { renderTable } from '../table';
+import { DRILL_CATALOG, type AppDrills } from '../drills/catalog';
 
 /** The output formats of `tenang audit`. */
 export const AUDIT_FORMATS = ['text', 'json', 'sarif', 'markdown'] as const;
@@ -90,44 +91,57 @@ Examples:
   $ cdk synth | tenang audit -
   $ tenang audit --template cdk.out --format markdown`;
 
-/** Registers `tenang audit`. */
-export const register: RegisterCommand = (program, context) => {
-  const audit = program
-    .command('audit')
-    .description(
-      'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
-    )
-    .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
-    .option('--template <path>', 'the same as the [template] argument')
-    .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
-    .option('--json', 'print the checklist as JSON (the same as --format json)')
-    .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
-    .addHelpText('after', AUDIT_EXIT_CODES)
-    .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
-      // With globals: `tenang audit --json` hands --json to the program's own option.
-      await runAndPrint(parseAuditOptions(cmd.optsWithGlobals(), positional), context());
-    });
-  // --format json answers in JSON as --json does: a refused input is then a JSON error object on
-  // stdout (the CLI's error funnel prints it), so a pipeline reading it sees why.
-  answersInJson(audit, (options) => options.format === 'json');
-  // A given template is audited alone, with the declaration it carries; in a CDK app's directory
-  // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
-  configFree(
-    audit,
-    (options) =>
-      options.template !== undefined ||
-      audit.args.length > 0 ||
-      (options.live !== true && appDirectory() !== undefined),
-  );
-};
+/**
+ * `tenang audit`, its P2 rule judging the drills `drills` gives for the app's directory:
+ * bin/tenang.ts hands in tenang's and the app's own (lib/ never imports bin/, and the operator
+ * code sits below the drills that load them).
+ */
+export const auditCommand =
+  (drills: AppDrills): RegisterCommand =>
+  (program, context) => {
+    const audit = program
+      .command('audit')
+      .description(
+        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
+      )
+      .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
+      .option('--template <path>', 'the same as the [template] argument')
+      .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
+      .option('--json', 'print the checklist as JSON (the same as --format json)')
+      .option('--format <format>', `output format: ${AUDIT_FORMATS.join(', ')}`)
+      .addHelpText('after', AUDIT_EXIT_CODES)
+      .action(async (positional: string | undefined, _raw: unknown, cmd: Command) => {
+        // With globals: `tenang audit --json` hands --json to the program's own option.
+        await runAndPrint(parseAuditOptions(cmd.optsWithGlobals(), positional), context(), drills);
+      });
+    // --format json answers in JSON as --json does: a refused input is then a JSON error object on
+    // stdout (the CLI's error funnel prints it), so a pipeline reading it sees why.
+    answersInJson(audit, (options) => options.format === 'json');
+    // A given template is audited alone, with the declaration it carries; in a CDK app's directory
+    // the app is synthesized and read the same way: neither reads the deployed stack (no credentials).
+    configFree(
+      audit,
+      (options) =>
+        options.template !== undefined ||
+        audit.args.length > 0 ||
+        (options.live !== true && appDirectory() !== undefined),
+    );
+  };
+
+/** `tenang audit` with tenang's drills alone (an app's own come through auditCommand). */
+export const register: RegisterCommand = (program, context) =>
+  auditCommand(() => DRILL_CATALOG)(program, context);
 
 /** Runs the audit, prints it in its format, and fails the command on an error-level failure. */
-async function runAndPrint(options: AuditOptions, ctx: CliContext): Promise<void> {
+async function runAndPrint(options: AuditOptions, ctx: CliContext, drills: AppDrills): Promise<void> {
   // The audit synthesizes with aws-cdk-lib and the nag packs: loaded only when it runs.
   const { readStdinText, runAudit, runLiveAudit, STDIN_SOURCE } = await import('../audit');
   const { renderMarkdown, renderSarif } = await import('../audit-report');
   const stdin = options.template === STDIN_SOURCE ? await readStdinText() : '';
-  const result = options.live === true ? await runLiveAudit(ctx) : runAudit(options, ctx, () => stdin);
+  const result =
+    options.live === true
+      ? await runLiveAudit(ctx, drills)
+      : runAudit(options, ctx, () => stdin, process.cwd(), drills);
   const format = auditFormat(options);
   ctx.out(
     format === 'json'

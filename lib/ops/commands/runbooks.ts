@@ -22,6 +22,7 @@ import {
   type CliContext,
   type RegisterCommand,
 } from '../cli-context';
+import { DRILL_CATALOG, type AppDrills } from '../drills/catalog';
 import { parseOptions } from '../options';
 
 const RunbooksOptionsSchema = z.object({
@@ -127,20 +128,25 @@ export function describeRunbookPlan(plan: RunbookPlan, check: boolean, cwd: stri
   ].join('\n');
 }
 
-/** Registers `tenang runbooks`. */
-export const register: RegisterCommand = (program: Command, context: () => CliContext): void => {
-  const runbooks = program
-    .command('runbooks')
-    .description(
-      "Write the app's runbooks (the pages its alarms link to): tenang's generic pages, the index and a fact page per job type and consumer",
-    )
-    .option('--dir <path>', "the runbooks directory, relative to the app's directory", 'runbooks')
-    .option('--check', 'write nothing; exit 1 listing the pages missing or out of date')
-    .option('--force', 'also replace pages edited by hand')
-    .option('--json', 'print the pages and what was done with each as JSON')
-    .addHelpText(
-      'after',
-      `
+/**
+ * `tenang runbooks`, the pages naming the drills `drills` gives for the app's directory:
+ * bin/tenang.ts hands in tenang's and the app's own (its extensions).
+ */
+export const runbooksCommand =
+  (drills: AppDrills): RegisterCommand =>
+  (program: Command, context: () => CliContext): void => {
+    const runbooks = program
+      .command('runbooks')
+      .description(
+        "Write the app's runbooks (the pages its alarms link to): tenang's generic pages, the index and a fact page per job type and consumer",
+      )
+      .option('--dir <path>', "the runbooks directory, relative to the app's directory", 'runbooks')
+      .option('--check', 'write nothing; exit 1 listing the pages missing or out of date')
+      .option('--force', 'also replace pages edited by hand')
+      .option('--json', 'print the pages and what was done with each as JSON')
+      .addHelpText(
+        'after',
+        `
 The app is the nearest cdk.json at or above the working directory; its declaration is read as
 tenang audit reads it offline (the app synthesized without AWS; TENANG_PIPELINE wins). Each page
 starts with a mark: a page whose text no longer matches it was edited and is yours, and is left
@@ -149,22 +155,34 @@ alone without --force. Run it after adding a job type, and --check in CI.
 Examples:
   $ npx tenang runbooks
   $ npx tenang runbooks --check`,
-    )
-    .action(async (_opts: unknown, cmd: Command) => {
-      const opts = parseOptions(RunbooksOptionsSchema, cmd.optsWithGlobals());
-      await runRunbooks(opts, context(), process.cwd());
-    });
-  // The declaration comes from the app itself: no deployed stack is read.
-  configFree(runbooks);
-};
+      )
+      .action(async (_opts: unknown, cmd: Command) => {
+        const opts = parseOptions(RunbooksOptionsSchema, cmd.optsWithGlobals());
+        await runRunbooks(opts, context(), process.cwd(), drills);
+      });
+    // The declaration comes from the app itself: no deployed stack is read.
+    configFree(runbooks);
+  };
 
-/** Runs `tenang runbooks` for the app of `cwd`. */
-export async function runRunbooks(opts: RunbooksOptions, ctx: CliContext, cwd: string): Promise<RunbookPlan> {
+/** `tenang runbooks` with tenang's drills alone (an app's own come through runbooksCommand). */
+export const register: RegisterCommand = (program, context) =>
+  runbooksCommand(() => DRILL_CATALOG)(program, context);
+
+/** Runs `tenang runbooks` for the app of `cwd`, its pages naming the drills `drills` gives. */
+export async function runRunbooks(
+  opts: RunbooksOptions,
+  ctx: CliContext,
+  cwd: string,
+  drills: AppDrills = () => DRILL_CATALOG,
+): Promise<RunbookPlan> {
   const appDir = runbooksAppDirectory(cwd);
   const config = await appDeclaration(appDir, ctx);
   const { outOfDate, planRunbooks, writeRunbookPlan } = await import('../app-runbooks');
   const check = opts.check === true;
-  const plan = planRunbooks(config, path.resolve(appDir, opts.dir), { force: opts.force === true && !check });
+  const plan = planRunbooks(config, path.resolve(appDir, opts.dir), {
+    force: opts.force === true && !check,
+    drills: drills(appDir),
+  });
   const stale = outOfDate(plan);
   if (!check) writeRunbookPlan(plan);
   ctx.out(

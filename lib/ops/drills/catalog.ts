@@ -1,6 +1,8 @@
 /**
- * What each drill is, as data (no platform code): the CLI's `drill --list`, the config audit's
- * P2 rule and the runbook index read it without loading the drills themselves.
+ * What each of tenang's drills is, as data (no platform code): the CLI's `drill --list`, the
+ * config audit's P2 rule and the runbook index read it without loading the drills themselves.
+ * These drills hold for any job type; an app adds the drills of its own domain's incidents
+ * through its extensions (lib/local/extensions.ts), each carrying its own DrillInfo.
  */
 
 /** A drill's description. */
@@ -11,104 +13,131 @@ export interface DrillInfo {
   readonly runbook: string;
   /** The incident, in one line. */
   readonly incident: string;
-  /** Consumers (function logical names) the drill exercises: their fact sheets count as drilled. */
+  /**
+   * Consumers (function logical names) the drill exercises whatever job type it plays on: their
+   * fact sheets count as drilled. A drill that takes any job type exercises that job type's
+   * consumer besides.
+   */
   readonly consumers: readonly string[];
   /** Longest the drill may take, seconds, when it waits out something real (a hold). @default 300 */
   readonly timeoutSeconds?: number;
   /**
-   * The job type the drill plays its incident on unless `--job-type` names another: a drill whose
-   * incident and recovery hold for any job type takes any declared one with a `samplePayload`.
-   * @default - none: the drill is about a reference domain fact and takes no `--job-type`
+   * Set when the drill's incident and recovery hold for any job type: it plays on `--job-type`,
+   * else the job type the app's extensions name for it (drillJobTypes), else the pipeline's first
+   * job type with a samplePayload.
+   * @default false: the drill is about a fact of the app's own domain and takes no `--job-type`
    */
-  readonly jobType?: string;
+  readonly anyJobType?: boolean;
 }
 
-/** Every drill, in the order `tenang drill --list` shows them. */
+/**
+ * A drill as one app runs it: for a drill that takes any job type, the job type the app's
+ * extensions name as its default (drillJobTypes), if any.
+ */
+export interface AppDrillInfo extends DrillInfo {
+  readonly defaultJobType?: string;
+}
+
+/**
+ * The drills of the app at or above a directory (its nearest cdk.json, tenang's checkout
+ * included: the reference app's): tenang's and the app's own. Handed in by bin/tenang.ts
+ * (lib/drills/app-drills.ts drillsOfAppAt, which loads the app's extensions) to the commands that
+ * read them (audit, runbooks): the operator code sits below the drills and the emulator.
+ */
+export type AppDrills = (dir: string) => readonly AppDrillInfo[];
+
+/** tenang's drills, in the order `tenang drill --list` shows them (an app's own follow). */
 export const DRILL_CATALOG = [
   {
     name: 'retry-storm',
     runbook: 'retry-storm',
     incident: 'the provider a consumer calls answers 503 to every request while jobs keep arriving',
-    consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
-    jobType: 'notification.send',
+    consumers: [],
+    anyJobType: true,
   },
   {
     name: 'backlog',
     runbook: 'backlog',
     incident: 'a consumer is paused for maintenance while its jobs keep arriving',
-    consumers: ['notification-consumer', 'payment-consumer', 'outbox-relay'],
-    jobType: 'notification.send',
+    consumers: [],
+    anyJobType: true,
   },
   {
     name: 'dlq-not-empty',
     runbook: 'dlq-not-empty',
     incident: 'a DLQ holds a poison message, an exhausted job and a job already done',
-    consumers: ['payment-consumer'],
-    jobType: 'payment.capture',
-  },
-  {
-    name: 'stuck-lock',
-    runbook: 'stuck-lock',
-    incident: 'an inventory worker crashed holding the lease on a SKU that a paid order needs',
-    consumers: ['inventory-consumer'],
+    consumers: [],
+    anyJobType: true,
   },
   {
     name: 'stuck-jobs',
     runbook: 'stuck-jobs',
     incident: 'a job hangs until its function times out',
-    consumers: ['payment-consumer'],
-    jobType: 'payment.capture',
-  },
-  {
-    name: 'duplicates',
-    runbook: 'duplicates',
-    incident:
-      'each payment is sent many times with its key, again with fresh keys, and delivered twice by SQS',
-    consumers: ['payment-consumer', 'ingress'],
+    consumers: [],
+    anyJobType: true,
   },
   {
     name: 'pause-overdue',
     runbook: 'pause-overdue',
     incident: 'a short pause of a consumer was forgotten and has expired',
-    consumers: ['notification-consumer'],
-    jobType: 'notification.send',
+    consumers: [],
+    anyJobType: true,
   },
   {
     name: 'flag-reconciler',
     runbook: 'flag-reconciler',
     incident: 'the flag reconciler stops running while a pause flag is set directly in SSM',
-    consumers: ['flag-reconciler', 'notification-consumer'],
-    jobType: 'notification.send',
-  },
-  {
-    name: 'stale-cache',
-    runbook: 'stale-cache',
-    incident: "an order's invalidation is lost, so the cache keeps serving its old version",
-    consumers: ['cache-invalidator', 'order-reader'],
-  },
-  {
-    name: 'stream-failures',
-    runbook: 'stream-failures',
-    incident:
-      'the cache invalidator keeps failing until a batch of order changes reaches its on-failure queue',
-    consumers: ['cache-invalidator'],
+    consumers: ['flag-reconciler'],
+    anyJobType: true,
   },
   {
     name: 'permission-denied',
     runbook: 'permission-denied',
     incident: "a deploy drops a consumer's grant on one of its tables, so every job it receives is denied",
-    consumers: ['notification-consumer'],
+    consumers: [],
     // The held jobs return when their first hold ends: the drill compresses it to 20 s.
-    jobType: 'notification.send',
+    anyJobType: true,
   },
 ] as const satisfies readonly DrillInfo[];
 
-/** A drill's name. */
+/** The name of one of tenang's drills. */
 export type DrillName = (typeof DRILL_CATALOG)[number]['name'];
 
-/** The description of drill `name`. */
+/** The description of tenang's drill `name`. */
 export function drillInfo(name: DrillName): DrillInfo {
   const info = DRILL_CATALOG.find((d) => d.name === name);
   if (info === undefined) throw new Error(`no drill ${name} in the catalog`);
   return info;
+}
+
+/**
+ * tenang's drills and an app's own (`extra`, after them), each with the default job type the
+ * app names for it in `drillJobTypes`. An app's drill may not take a name of tenang's, nor may
+ * drillJobTypes name a drill that does not take any job type.
+ */
+export function appDrillCatalog(
+  extra: readonly DrillInfo[] = [],
+  drillJobTypes: Readonly<Record<string, string>> = {},
+): AppDrillInfo[] {
+  const all: readonly DrillInfo[] = [...DRILL_CATALOG, ...extra];
+  const seen = new Set<string>();
+  for (const d of all) {
+    if (seen.has(d.name))
+      throw new Error(`two drills are named ${d.name}: an app's drill must not repeat a name of tenang's`);
+    seen.add(d.name);
+  }
+  for (const name of Object.keys(drillJobTypes)) {
+    const d = all.find((x) => x.name === name);
+    if (d?.anyJobType !== true)
+      throw new Error(
+        `drillJobTypes names ${name}, which is ${d === undefined ? 'no drill' : 'not a drill that takes any job type'}; drills that take one: ${all
+          .filter((x) => x.anyJobType === true)
+          .map((x) => x.name)
+          .join(', ')}`,
+      );
+  }
+  return all.map((d) => {
+    const defaultJobType = drillJobTypes[d.name];
+    return defaultJobType === undefined ? d : { ...d, defaultJobType };
+  });
 }

@@ -3,7 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Command } from 'commander';
-import { register } from '../../../lib/ops/commands/audit';
+import { drillsOfAppAt } from '../../../lib/drills/app-drills';
+import { auditCommand } from '../../../lib/ops/commands/audit';
 import { CommandFailedError, UsageError, type CliContext } from '../../../lib/ops/cli-context';
 import { REGION, referenceConfig, testStack } from '../helpers';
 import { workerQueueStack } from './bad-stacks';
@@ -28,10 +29,10 @@ function fakeContext(): { ctx: CliContext; out: string[]; err: string[] } {
   return { ctx, out, err };
 }
 
-/** Runs `tenang audit …args` through commander. */
+/** Runs `tenang audit …args` through commander, registered as bin/tenang.ts does (the app's drills). */
 async function audit(ctx: CliContext, ...args: string[]): Promise<void> {
   const program = new Command().exitOverride();
-  register(program, () => ctx);
+  auditCommand(drillsOfAppAt)(program, () => ctx);
   await program.parseAsync(['node', 'tenang', 'audit', ...args]);
 }
 

@@ -1,11 +1,14 @@
 import type { PipelineConfig } from '../../../lib/config';
 import { auditFailed } from '../../../lib/audit/checklist';
+import * as path from 'node:path';
+import { appDrillInfos } from '../../../lib/drills/app-drills';
 import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
 import { auditPipelineConfig, type ConfigAuditOptions } from '../../../lib/audit/config-audit';
 import { referenceConfig } from '../helpers';
 
-/** The project's drills, as the CLI hands them to the audit. */
-const DRILLS: ConfigAuditOptions = { drills: DRILL_CATALOG };
+/** The reference app's drills (tenang's and its extensions'), as the CLI hands them to the audit. */
+const REFERENCE_DRILLS = appDrillInfos(path.join(__dirname, '..', '..', '..'));
+const DRILLS: ConfigAuditOptions = { drills: REFERENCE_DRILLS };
 
 /** The status of each config rule, by rule id. */
 function statuses(config: PipelineConfig, options = DRILLS): Record<string, string> {
@@ -112,7 +115,7 @@ describe('Function: auditPipelineConfig', () => {
 
   it('when every runbook has a drill (its own, or one exercising its consumer), the drill rule passes; a runbook without one fails it', () => {
     // Prepare
-    const withoutRetryStorm = DRILL_CATALOG.filter((d) => d.runbook !== 'retry-storm');
+    const withoutRetryStorm = REFERENCE_DRILLS.filter((d) => d.runbook !== 'retry-storm');
 
     // Act
     const drilled = auditPipelineConfig(referenceConfig(), DRILLS);
@@ -127,5 +130,15 @@ describe('Function: auditPipelineConfig', () => {
     expect(failing).toMatchObject({ status: 'fail', level: 'error' });
     expect(failing?.why).toContain('runbooks/retry-storm.md has no drill');
     expect(auditFailed(undrilled)).toBe(true);
+  });
+
+  it("when the reference's extensions are left out, P2 fails for the consumers only its own drills and defaults exercise", () => {
+    // Act
+    const kitOnly = auditPipelineConfig(referenceConfig(), { drills: DRILL_CATALOG });
+
+    // Assess: tenang's drills name none of the reference's consumers, and it declares no samplePayload.
+    const failing = kitOnly.find((i) => i.ruleId === 'Tenang-P2-Drill');
+    expect(failing).toMatchObject({ status: 'fail' });
+    expect(failing?.why).toContain('runbooks/stale-cache.md has no drill');
   });
 });

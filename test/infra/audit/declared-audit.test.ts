@@ -13,11 +13,15 @@ import { PIPELINE_METADATA_KEY, type PipelineInput } from '../../../lib/config';
 import type { ChecklistItem } from '../../../lib/audit/checklist';
 import { auditFailed } from '../../../lib/audit/checklist';
 import { CommandFailedError, type CliContext } from '../../../lib/ops/cli-context';
+import { appDrillInfos, drillsOfAppAt } from '../../../lib/drills/app-drills';
 import { auditDeclaredStacks, runAudit } from '../../../lib/ops/audit';
 import { ON_CALL_EMAIL, REFERENCE_APP_DIR, REGION, synthPipeline } from '../helpers';
 
 /** This checkout: its tsconfig maps `tenang/*` to the sources, as an installed package would resolve it. */
 const ROOT = path.join(__dirname, '..', '..', '..');
+
+/** The reference app's drills: tenang's and its own (its extensions), as `tenang audit` hands them. */
+const REFERENCE_DRILLS = appDrillInfos(REFERENCE_APP_DIR);
 
 type TemplateJson = { Metadata: Record<string, unknown> } & Record<string, unknown>;
 
@@ -74,7 +78,11 @@ describe('Function: auditDeclaredStacks', () => {
 
   it('when the reference template carries its declaration, O3 is judged against the objectives and P1/P2 pass from a directory without runbooks/', () => {
     // Act
-    const { items } = auditDeclaredStacks([{ name: 'tenang-dev', template: REFERENCE }], appDir);
+    const { items } = auditDeclaredStacks(
+      [{ name: 'tenang-dev', template: REFERENCE }],
+      appDir,
+      REFERENCE_DRILLS,
+    );
 
     // Assess
     expect(item(items, 'Tenang-O3-QueueAgeThreshold')).toMatchObject({ status: 'pass' });
@@ -96,6 +104,7 @@ describe('Function: auditDeclaredStacks', () => {
     const { items } = auditDeclaredStacks(
       [{ name: 'tenang-dev', template: { ...REFERENCE, Metadata: metadata } }],
       appDir,
+      REFERENCE_DRILLS,
     );
 
     // Assess
@@ -113,6 +122,7 @@ describe('Function: auditDeclaredStacks', () => {
     const { items } = auditDeclaredStacks(
       [{ name: 'tenang-dev', template: carrying(withInvoiceIssue({ invoiceId: 'inv-1', amountMinor: 1 })) }],
       appDir,
+      REFERENCE_DRILLS,
     );
 
     // Assess
@@ -125,6 +135,7 @@ describe('Function: auditDeclaredStacks', () => {
     const { items } = auditDeclaredStacks(
       [{ name: 'tenang-dev', template: carrying(withInvoiceIssue({ invoiceId: 'inv-1', amountMinor: 1 })) }],
       appDir,
+      REFERENCE_DRILLS,
     );
 
     // Assess
@@ -140,6 +151,7 @@ describe('Function: auditDeclaredStacks', () => {
     const { items } = auditDeclaredStacks(
       [{ name: 'tenang-dev', template: carrying(withInvoiceIssue({ invoiceId: 'inv-1', amountMinor: 1 })) }],
       appDir,
+      REFERENCE_DRILLS,
     );
 
     // Assess
@@ -166,6 +178,7 @@ describe('Function: auditDeclaredStacks', () => {
     const { items } = auditDeclaredStacks(
       [{ name: 'tenang-dev', template: carrying(withInvoiceIssue()) }],
       appDir,
+      REFERENCE_DRILLS,
     );
 
     // Assess
@@ -194,7 +207,11 @@ describe('Function: runAudit (in an app directory)', () => {
       path.join(appDir, 'cdk.json'),
       JSON.stringify({
         app: `${tsx} --tsconfig ${path.join(ROOT, 'tsconfig.json')} ${path.join(REFERENCE_APP_DIR, 'app.ts')}`,
-        context: { 'tenang:alarmEmail': ON_CALL_EMAIL },
+        context: {
+          'tenang:alarmEmail': ON_CALL_EMAIL,
+          // The reference's own drills, which P2 counts beside tenang's.
+          'tenang:extensions': path.join(REFERENCE_APP_DIR, 'local', 'index.ts'),
+        },
       }),
     );
     const err: string[] = [];
@@ -216,7 +233,7 @@ describe('Function: runAudit (in an app directory)', () => {
 
     try {
       // Act
-      const result = runAudit({}, ctx, undefined, appDir);
+      const result = runAudit({}, ctx, undefined, appDir, drillsOfAppAt);
 
       // Assess
       expect(result.source).toBe(`synthesized app ${appDir} (tenang-dev)`);

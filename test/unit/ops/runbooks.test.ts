@@ -1,13 +1,15 @@
 /**
  * Runbooks (P1, P2, P3): every command a runbook names exists, with the options it uses; every
  * hand-written runbook has the sections an on-call engineer looks for; the generated index and
- * fact pages match the config; every drill in the catalog exists and names a runbook file.
+ * fact pages match the config; every drill of the reference app (tenang's and its own) exists
+ * and names a runbook file.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { buildProgram } from '../../../bin/tenang';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
-import { DRILLS } from '../../../lib/drills';
+import { appDrills, DRILLS } from '../../../lib/drills';
+import { appDrillInfos } from '../../../lib/drills/app-drills';
 import { DRILL_CATALOG } from '../../../lib/ops/drills/catalog';
 import {
   commandProblems,
@@ -25,7 +27,10 @@ import {
   span,
 } from '../../../lib/ops/runbook-index';
 
-const RUNBOOKS_DIR = path.join(__dirname, '..', '..', '..', 'runbooks');
+const ROOT = path.join(__dirname, '..', '..', '..');
+const RUNBOOKS_DIR = path.join(ROOT, 'runbooks');
+/** The reference app's drills: tenang's and its own (the checkout's cdk.json names its extensions). */
+const REFERENCE_DRILLS = appDrillInfos(ROOT);
 const files = fs.readdirSync(RUNBOOKS_DIR).filter((f) => f.endsWith('.md'));
 const read = (file: string): string => fs.readFileSync(path.join(RUNBOOKS_DIR, file), 'utf8');
 const program = buildProgram({ out: () => undefined, err: () => undefined });
@@ -109,13 +114,17 @@ describe('Runbooks', () => {
   );
 
   it('when the config is what it is, the generated index and fact pages are the committed ones (npm run runbooks)', () => {
-    const generated = generateRunbookFiles(stageConfig('stage', 'us-east-1'));
+    const generated = generateRunbookFiles(stageConfig('stage', 'us-east-1'), { drills: REFERENCE_DRILLS });
     expect(generated.map((f) => f.file)).toContain('README.md');
     for (const f of generated) expect({ file: f.file, content: read(f.file) }).toEqual(f);
   });
 
   it('when a runbook is neither generated nor a symptom or alarm runbook, the index would miss it: there is none', () => {
-    const generated = new Set(generateRunbookFiles(stageConfig('stage', 'us-east-1')).map((f) => f.file));
+    const generated = new Set(
+      generateRunbookFiles(stageConfig('stage', 'us-east-1'), { drills: REFERENCE_DRILLS }).map(
+        (f) => f.file,
+      ),
+    );
     const handWritten = handWrittenRunbooks();
     expect(files.filter((f) => !generated.has(f) && !handWritten.has(f.replace(/\.md$/, '')))).toEqual([]);
   });
@@ -143,7 +152,9 @@ describe('Runbooks', () => {
     const config = stageConfig('stage', 'us-east-1');
 
     // Act
-    const pages = new Map(generateRunbookFiles(config).map((f) => [f.file, f.content]));
+    const pages = new Map(
+      generateRunbookFiles(config, { drills: REFERENCE_DRILLS }).map((f) => [f.file, f.content]),
+    );
 
     // Assess
     expect(pages.get('README.md')).toContain(`[${RUNBOOK.permissionDenied}](${RUNBOOK.permissionDenied}.md)`);
@@ -166,9 +177,17 @@ describe('Runbooks', () => {
     ]);
   });
 
-  it('when a drill is in the catalog, it is implemented and its runbook exists; every hand-written runbook has a drill', () => {
+  it("when a drill is in the catalog, it is implemented and its runbook exists; every hand-written runbook has a drill of the reference app's", () => {
     expect(DRILLS.map((d) => d.name)).toEqual(DRILL_CATALOG.map((d) => d.name));
-    for (const d of DRILL_CATALOG) expect(files).toContain(`${d.runbook}.md`);
-    expect([...handWrittenRunbooks()].filter((r) => !DRILL_CATALOG.some((d) => d.runbook === r))).toEqual([]);
+    expect(appDrills(ROOT).map((d) => d.name)).toEqual(REFERENCE_DRILLS.map((d) => d.name));
+    for (const d of REFERENCE_DRILLS) expect(files).toContain(`${d.runbook}.md`);
+    expect([...handWrittenRunbooks()].filter((r) => !REFERENCE_DRILLS.some((d) => d.runbook === r))).toEqual(
+      [],
+    );
+  });
+
+  it("when tenang's drills are listed, every one takes any job type and names none of an app's consumers", () => {
+    for (const d of DRILL_CATALOG) expect(d).toMatchObject({ anyJobType: true });
+    expect(DRILL_CATALOG.flatMap((d) => d.consumers)).toEqual(['flag-reconciler']);
   });
 });

@@ -6,11 +6,9 @@
  * releases it with --force, which the CLI allows only once the lease has expired.
  */
 import { randomUUID } from 'node:crypto';
-import { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
-import { skuLockResource } from '../reference/inventory';
-import { drillInfo } from '../ops/drills/catalog';
-import type { Drill, DrillContext } from './drill';
+import type { Drill, DrillContext } from 'tenang/local';
+import { DynamoDbInventoryStore, skuLockResource } from 'tenang/reference';
+import { DynamoDbLockStore } from 'tenang/runtime';
 import { DRILL_STOCK, placePaidOrders, seedSku, tables } from './support';
 
 /** Lease a crashed holder left: as long as the inventory consumer's own (30 s timeout / 3). */
@@ -42,7 +40,11 @@ async function crashedHolder(
 }
 
 export const stuckLock: Drill = {
-  ...drillInfo('stuck-lock'),
+  name: 'stuck-lock',
+  runbook: 'stuck-lock',
+  incident: 'an inventory worker crashed holding the lease on a SKU that a paid order needs',
+  // The paid order's capture, the relay that enqueues its reservation, and the reservation.
+  consumers: ['ingress', 'payment-consumer', 'outbox-relay', 'inventory-consumer'],
   async run(ctx) {
     const store = lockStore(ctx);
     const inventory = new DynamoDbInventoryStore(ctx.dynamodb, tables(ctx).inventory);

@@ -11,20 +11,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CACHE_ADMIN_SERVICE } from '../config/metrics';
-import { cacheKeyspace, entityPrefix } from '../core/cache-keys';
-import { drillInfo } from '../ops/drills/catalog';
-import type { Drill } from './drill';
+import { CACHE_ADMIN_SERVICE, consumerStatus, type Drill } from 'tenang/local';
+import { cacheKeyspace, entityPrefix } from 'tenang/runtime';
 import { loseInvalidations } from './stale-cache';
-import {
-  cacheOrder,
-  consumerStatus,
-  createOrder,
-  orderStates,
-  payOrder,
-  readOrder,
-  seedSku,
-} from './support';
+import { cacheOrder, createOrder, orderStates, payOrder, readOrder, seedSku } from './support';
 
 /** Orders whose invalidations are lost together. */
 const ORDERS = 3;
@@ -33,7 +23,11 @@ const ORDERS = 3;
 const CURRENT_ITERATOR_AGE_MS = 5_000;
 
 export const streamFailures: Drill = {
-  ...drillInfo('stream-failures'),
+  name: 'stream-failures',
+  runbook: 'stream-failures',
+  incident: 'the cache invalidator keeps failing until a batch of order changes reaches its on-failure queue',
+  // The outbox relay is the stream's other reader: the replay must leave its mapping current too.
+  consumers: ['ingress', 'payment-consumer', 'cache-invalidator', 'outbox-relay', 'order-reader'],
   async run(ctx) {
     const sku = `sku-${ctx.runId}`;
     await seedSku(ctx, sku);

@@ -5,19 +5,8 @@
  * current version, so a reader holding the old one cannot put it back — and reads it fresh. The
  * CLI runs as on AWS, without REDIS_URL: the invalidation must go through the cache-admin function.
  */
-import { CACHE_ADMIN_SERVICE } from '../config/metrics';
-import type { Drill, DrillContext } from './drill';
-import { drillInfo } from '../ops/drills/catalog';
-import {
-  consumerStatus,
-  createOrder,
-  orderStates,
-  payOrder,
-  queueDepth,
-  readOrder,
-  cacheOrder,
-  seedSku,
-} from './support';
+import { CACHE_ADMIN_SERVICE, consumerStatus, queueDepth, type Drill, type DrillContext } from 'tenang/local';
+import { cacheOrder, createOrder, orderStates, payOrder, readOrder, seedSku } from './support';
 
 /** Makes every invocation of the cache invalidator crash until `lost` resolves; returns the on-failure depth. */
 export async function loseInvalidations(
@@ -54,7 +43,11 @@ export async function loseInvalidations(
 }
 
 export const staleCache: Drill = {
-  ...drillInfo('stale-cache'),
+  name: 'stale-cache',
+  runbook: 'stale-cache',
+  incident: "an order's invalidation is lost, so the cache keeps serving its old version",
+  // The order made and paid through the API, its lost invalidation, its reads.
+  consumers: ['ingress', 'payment-consumer', 'cache-invalidator', 'order-reader'],
   async run(ctx) {
     const sku = `sku-${ctx.runId}`;
     await seedSku(ctx, sku);

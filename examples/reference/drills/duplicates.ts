@@ -4,18 +4,19 @@
  * same job twice. The runbook checks the idempotency controls (status, audit) and the ledger:
  * one charge per payment, whatever the number of copies.
  */
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { makeEnvelope } from '../core/envelope';
-import { paymentCaptureKey } from '../reference/payment';
-import { drillInfo } from '../ops/drills/catalog';
-import type { Drill } from './drill';
-import { createOrder, jobTarget, ledgerEntriesFor, orderStates, queueDepth, seedSku } from './support';
+import { jobTarget, queueDepth, sendMessage, type Drill } from 'tenang/local';
+import { paymentCaptureKey } from 'tenang/reference';
+import { makeEnvelope } from 'tenang/runtime';
+import { createOrder, ledgerEntriesFor, orderStates, seedSku } from './support';
 
 /** Copies of each request. */
 const COPIES = 8;
 
 export const duplicates: Drill = {
-  ...drillInfo('duplicates'),
+  name: 'duplicates',
+  runbook: 'duplicates',
+  incident: 'each payment is sent many times with its key, again with fresh keys, and delivered twice by SQS',
+  consumers: ['payment-consumer', 'ingress'],
   async run(ctx) {
     const payments = jobTarget(ctx, 'payment.capture');
     const sku = `sku-${ctx.runId}`;
@@ -45,14 +46,12 @@ export const duplicates: Drill = {
         },
       );
       for (const copy of [1, 2]) {
-        await ctx.sqs.send(
-          new SendMessageCommand({
-            QueueUrl: payments.queueUrl,
-            MessageBody: JSON.stringify(job),
-            MessageGroupId: order.orderId,
-            MessageDeduplicationId: `${paymentId}-redelivered-${copy}`,
-          }),
-        );
+        await sendMessage(ctx, {
+          QueueUrl: payments.queueUrl,
+          MessageBody: JSON.stringify(job),
+          MessageGroupId: order.orderId,
+          MessageDeduplicationId: `${paymentId}-redelivered-${copy}`,
+        });
       }
     }
     await ctx.until(
