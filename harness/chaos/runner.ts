@@ -25,7 +25,8 @@ import { FAULT_PRELOAD_ARGV, LOCK_TRACE_PREFIX, setFaults, type LockTrace } from
 import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { decodeEntry } from '../../lib/adapters/redis/redis-cache';
-import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
+import { cacheKeyspace } from '../../lib/core/cache-keys';
+import { orderCacheKey } from '../../lib/reference/order-cache';
 import { makeEnvelope } from '../../lib/core/envelope';
 import { skuLockResource } from '../../lib/reference/inventory';
 import { paymentCaptureKey } from '../../lib/reference/payment';

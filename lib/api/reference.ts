@@ -20,7 +20,12 @@ export { OrderSchema, OrderLineSchema, CorruptOrderError, type Order, type Order
 export { ORDER_STATES, type OrderState } from '../core/state-machine';
 export { relayFollowUps, type Enqueue, type FollowUp, type FollowUpOutcome } from '../core/outbox';
 export { becamePaid, followUpKey, followUpsForOrderChange } from '../reference/order-follow-ups';
-export { orderCacheKey, keysForOrderChange, type OrderKeyFields } from '../core/cache-keys';
+export {
+  ORDER_ENTITY,
+  orderCacheKey,
+  keysForOrderChange,
+  type OrderKeyFields,
+} from '../reference/order-cache';
 export { readOrderChange, type OrderStreamChange, type UnknownStreamRecord } from '../reference/order-stream';
 export {
   capturePayment,

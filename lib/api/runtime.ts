@@ -75,7 +75,20 @@ export {
   type CachePolicyEvent,
   type CacheSource,
 } from '../core/cache-policy';
-export { cacheKeyspace, type CacheKeyspace, type KeyInvalidation } from '../core/cache-keys';
+export {
+  cacheKeyspace,
+  entityCacheKey,
+  entityPrefix,
+  entityKeyFields,
+  keysForEntityChange,
+  keysForKeyFieldsChange,
+  InvalidEntityImageError,
+  type CachedEntity,
+  type CacheKeyspace,
+  type EntityImage,
+  type EntityKeyFields,
+  type KeyInvalidation,
+} from '../core/cache-keys';
 export type { VersionedCache } from '../core/ports';
 export {
   CACHE_ENV_SHAPE,

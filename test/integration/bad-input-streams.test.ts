@@ -35,7 +35,8 @@ import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/con
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { TABLE_KEYS } from '../../lib/config/tables';
 import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
-import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
+import { cacheKeyspace, type CacheKeyspace } from '../../lib/core/cache-keys';
+import { orderCacheKey } from '../../lib/reference/order-cache';
 import type { JobEnvelope } from '../../lib/core/envelope';
 import type { Order } from '../../lib/core/order';
 import {

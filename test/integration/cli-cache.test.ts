@@ -29,10 +29,10 @@ import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
-import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
+import { cacheKeyspace } from '../../lib/core/cache-keys';
+import { ORDER_ENTITY, orderCacheKey } from '../../lib/reference/order-cache';
 import type { Order } from '../../lib/core/order';
 import type { OrderStore } from '../../lib/reference/ports';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
 import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
 import { startLambdaControl, type LambdaControl } from '../../lib/local/lambda-control';
@@ -227,7 +227,8 @@ beforeAll(async () => {
   });
   // The cache-admin function of each stage: its real handler on the shared Redis and the
   // stage's orders table, with the settings its bundle would carry (the flush stage's hot keys).
-  Object.assign(process.env, { TENANG_STAGE: STAGE, CACHE_AUTH: 'none' });
+  // The module's own source reads the declared entity's table variable (unused here).
+  Object.assign(process.env, { TENANG_STAGE: STAGE, CACHE_AUTH: 'none', ORDERS_TABLE: 'unused' });
   let adminModule: typeof CacheAdminModule;
   try {
     adminModule = await import('../../lambdas/cache-admin');
@@ -241,11 +242,9 @@ beforeAll(async () => {
         stage,
         settings: stage === FLUSH_STAGE ? { ...SETTINGS, hotKeys } : SETTINGS,
         cache,
-        source: new DynamoDbEntitySource(
-          dynamo,
-          `tenang-${stage}-orders`,
-          REFERENCE_TABLE_KEYS.orders.partitionKey,
-        ),
+        source: new DynamoDbEntitySource(dynamo, [
+          { entity: ORDER_ENTITY, tableName: `tenang-${stage}-orders` },
+        ]),
         logger: new Logger({ serviceName: 'cache-admin', logLevel: 'SILENT' }),
       }),
     ]),

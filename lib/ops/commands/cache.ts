@@ -21,6 +21,7 @@ import {
   CEILING_VERSION,
   EntityRefSchema,
   formatEntityRef,
+  parseEntityRef,
   prefixProblem,
   type EntityRef,
 } from '../../core/cache-admin-keys';
@@ -200,6 +201,13 @@ async function execute(
   return answer;
 }
 
+/** `ref` when the declaration caches its entity; a usage error naming the declared ones otherwise. */
+function declaredEntity(entities: Parameters<typeof parseEntityRef>[0], ref: EntityRef): EntityRef {
+  const checked = parseEntityRef(entities, formatEntityRef(ref));
+  if (typeof checked === 'string') throw new UsageError(`--entity: ${checked}`);
+  return checked;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output
 
@@ -261,7 +269,7 @@ function printFlush(ctx: CliContext, r: FlushResult, json: boolean): void {
   const kept = r.hotKeys.filter((h) => h.version !== undefined).length;
   ctx.out(
     `${r.dryRun ? '[dry run] would warm' : 'warmed'} ${kept} of ${r.hotKeys.length} hot key(s)` +
-      (r.table === undefined ? '' : ` from ${r.table}`),
+      (r.tables.length === 0 ? '' : ` from ${r.tables.join(', ')}`),
   );
   for (const h of r.hotKeys) {
     ctx.out(`  ${h.entity} ${h.key}: ${h.result}${h.version === undefined ? '' : ` v${h.version}`}`);
@@ -294,7 +302,7 @@ function guardFlush(ctx: CliContext, opts: z.infer<typeof CacheFlushOptionsSchem
 export const register: RegisterCommand = (program: Command, context: () => CliContext): void => {
   const cache = program
     .command('cache')
-    .description("Invalidate the stage's order cache selectively, or flush it (guarded)")
+    .description("Invalidate the stage's cache selectively, or flush it (guarded)")
     .addHelpText('after', () => `\n${connectionHelp()}`);
 
   cache
@@ -353,8 +361,11 @@ Examples:
         if (answer.operation === 'invalidate-prefix') printPrefixInvalidation(ctx, answer.result, opts.json);
         return;
       }
+      const { entities } = ctx.config.stage.cache;
       const ref: EntityRef =
-        selector.kind === 'key' ? entityOfStageKey(ctx.stage, selector.key) : selector.ref;
+        selector.kind === 'key'
+          ? entityOfStageKey(ctx.stage, selector.key, entities)
+          : declaredEntity(entities, selector.ref);
       const answer = await execute(ctx, opts, {
         operation: 'invalidate-entity',
         entity: formatEntityRef(ref),
