@@ -6,7 +6,7 @@
  * stack's template metadata: functions, the CLI and the local platform read it from there.
  */
 import { TABLE_KEYS, type PipelineInput } from 'tenang/config';
-import { ORDER_ENTITY, REFERENCE_TABLE_KEYS } from 'tenang/reference';
+import { ORDER_ENTITY, REFERENCE_TABLE_KEYS } from './domain';
 
 /** The declaration for a stage; only the stage name and region vary between stages. */
 export function referencePipeline(stageName: string, region: string): PipelineInput {

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { SendMessageCommand, type MessageAttributeValue } from '@aws-sdk/client-sqs';
 import { DLQ_ATTRIBUTE } from '../adapters/aws/sqs-job-runner';
 import { makeEnvelope } from '../core/envelope';
-import { paymentCaptureKey } from '../reference/payment';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillCheck, DrillContext } from './drill';
 import { declaredDrillJobType, DeclaredDrillJobs } from './drill-jobs';

@@ -6,7 +6,7 @@
  */
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { makeEnvelope } from '../core/envelope';
-import { paymentCaptureKey } from '../reference/payment';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill } from './drill';
 import { createOrder, jobTarget, ledgerEntriesFor, orderStates, queueDepth, seedSku } from './support';

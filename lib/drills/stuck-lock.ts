@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
-import { skuLockResource } from '../reference/inventory';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
+import { skuLockResource } from '../../examples/reference/domain/inventory';
 import { drillInfo } from '../ops/drills/catalog';
 import type { Drill, DrillContext } from './drill';
 import { DRILL_STOCK, placePaidOrders, seedSku, tables } from './support';

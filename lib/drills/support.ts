@@ -2,7 +2,7 @@
  * What several drills need: the deployed queues and tables, a paid order placed through the API,
  * and the facts drills check (order state, stock, provider ledgers, queue depths).
  */
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { readOrderStates } from '../local/scenario-facts';
 import type { LocalPlatform } from '../local/platform';
 import { queueCounts } from '../adapters/aws/queue-counts';

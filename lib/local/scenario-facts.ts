@@ -18,10 +18,10 @@ import {
   type GetRecordsCommandOutput,
 } from '@aws-sdk/client-dynamodb-streams';
 import { ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { isStreamReadThrottle } from '../adapters/aws/stream-read-throttles';
 import { DLQ_ATTRIBUTE } from '../adapters/aws/sqs-job-runner';
-import { REFERENCE_TABLE_KEYS } from '../reference/tables';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
 import type { DlqEntry } from './report-model';
 import type { StockFact, StreamRecordFact } from './scenario-invariants';
 

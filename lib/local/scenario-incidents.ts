@@ -12,9 +12,9 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { makeEnvelope } from '../core/envelope';
-import { notificationKey } from '../reference/notification';
-import { followUpKey } from '../reference/order-follow-ups';
-import { paymentCaptureKey } from '../reference/payment';
+import { notificationKey } from '../../examples/reference/domain/notification';
+import { followUpKey } from '../../examples/reference/domain/order-follow-ups';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import type { LedgerEntry } from './fake-provider';
 import type { LocalPlatform } from './platform';
 import type { IncidentRecord } from './report-model';

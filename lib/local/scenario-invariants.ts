@@ -8,8 +8,8 @@
  * notifications and reservations, stock, the orders stream), which a pipeline without the order
  * flow does not get at all.
  */
-import { notificationKey } from '../reference/notification';
-import { paymentCaptureKey } from '../reference/payment';
+import { notificationKey } from '../../examples/reference/domain/notification';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import type { DlqEntry, InvariantResult } from './report-model';
 import type { AcceptedPayment } from './traffic';
 import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from './scenario-declared-jobs';

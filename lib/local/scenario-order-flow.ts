@@ -9,7 +9,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { ORDER_FLOW_FUNCTIONS, type OrderFlowTargets } from './order-flow';
 import type { LocalPlatform } from './platform';
 import type { ProviderTotals } from './report-model';

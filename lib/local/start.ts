@@ -11,7 +11,7 @@
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDbInventoryStore } from '../reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { cliPlace, type CliPlace } from '../ops/cli-place';
 import { readStackStatus, type StackStatus } from '../ops/stack-status';
 import { renderTable } from '../ops/table';

@@ -7,7 +7,7 @@ import type { IConstruct } from 'constructs';
 import { loadPipelineConfig, type PipelineConfig, type PipelineInput } from '../../lib/config';
 import { referencePipeline } from '../../examples/reference/pipeline';
 import { addIngress } from '../../examples/reference/reference-app';
-import type { Ingress } from '../../lib/reference/ingress';
+import type { Ingress } from '../../examples/reference/domain/ingress';
 import { withAlarmEmail } from '../../lib/infra/app';
 import { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { ConstructPropsError } from '../../lib/infra/validation';

@@ -25,14 +25,14 @@ import type * as ReaderModule from '../../examples/reference/functions/order-rea
 import type * as CacheAdminModule from '../../lambdas/cache-admin';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { cacheKeyspace } from '../../lib/core/cache-keys';
-import { ORDER_ENTITY, orderCacheKey } from '../../lib/reference/order-cache';
-import type { Order } from '../../lib/core/order';
-import type { OrderStore } from '../../lib/reference/ports';
+import { ORDER_ENTITY, orderCacheKey } from '../../examples/reference/domain/order-cache';
+import type { Order } from '../../examples/reference/domain/order';
+import type { OrderStore } from '../../examples/reference/domain/ports';
 import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
 import { startLambdaControl, type LambdaControl } from '../../lib/local/lambda-control';

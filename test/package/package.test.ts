@@ -158,7 +158,7 @@ describe('the tenang package', () => {
       process.execPath,
       [
         '-e',
-        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit'), f = require('tenang/reference');" +
+        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit'), f = require('../../examples/reference/domain');" +
           'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, job: typeof r.defineJob, checks: typeof a.TenangChecks, capture: typeof f.capturePayment }))',
       ],
       app,

@@ -10,7 +10,7 @@
  * of an entity this function does not know is logged and skipped, never retried forever.
  */
 import { StageSchema } from 'tenang/config';
-import { ORDER_ENTITY, readOrderChange } from 'tenang/reference';
+import { ORDER_ENTITY, readOrderChange } from '../domain';
 import {
   BatchProcessor,
   CACHE_ENV_SHAPE,

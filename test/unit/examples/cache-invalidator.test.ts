@@ -4,7 +4,7 @@ import type { DynamoDBStreamEvent } from 'aws-lambda';
 import type * as InvalidatorModule from '../../../examples/reference/functions/cache-invalidator';
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { cacheKeyspace } from '../../../lib/core/cache-keys';
-import { orderCacheKey } from '../../../lib/reference/order-cache';
+import { orderCacheKey } from '../../../examples/reference/domain/order-cache';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
 import { METRIC } from '../../../lib/config/metrics';
 import { CacheUnavailableError, PermissionDeniedError } from '../../../lib/core/errors';

@@ -6,10 +6,10 @@ import { InMemoryOrderStore } from '../../../harness/fakes/memory-order-store';
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { METRIC } from '../../../lib/config/metrics';
 import { cacheKeyspace } from '../../../lib/core/cache-keys';
-import { orderCacheKey } from '../../../lib/reference/order-cache';
+import { orderCacheKey } from '../../../examples/reference/domain/order-cache';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
 import { TransientError } from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
+import type { Order } from '../../../examples/reference/domain/order';
 
 const ENV = {
   TENANG_STAGE: 'unit',

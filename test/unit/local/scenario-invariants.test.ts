@@ -1,5 +1,5 @@
-import { notificationKey } from '../../../lib/reference/notification';
-import { paymentCaptureKey } from '../../../lib/reference/payment';
+import { notificationKey } from '../../../examples/reference/domain/notification';
+import { paymentCaptureKey } from '../../../examples/reference/domain/payment';
 import type { DlqEntry } from '../../../lib/local/report-model';
 import {
   alarmsNotified,

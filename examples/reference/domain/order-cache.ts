@@ -9,7 +9,7 @@ import {
   type CacheKeyspace,
   type CachedEntity,
   type KeyInvalidation,
-} from '../core/cache-keys';
+} from 'tenang/runtime';
 
 /** The order, as the reference declaration names it in stage.cache.entities. */
 export const ORDER_ENTITY = {
