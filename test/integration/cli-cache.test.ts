@@ -16,7 +16,7 @@ import {
   DeleteStackCommand,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -29,6 +29,7 @@ import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-ord
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
+import { CEILING_VERSION } from '../../lib/core/cache-admin-keys';
 import { cacheKeyspace } from '../../lib/core/cache-keys';
 import { ORDER_ENTITY, orderCacheKey } from '../../examples/reference/domain/order-cache';
 import type { Order } from '../../examples/reference/domain/order';
@@ -357,6 +358,41 @@ describe('CLI: tenang cache invalidate --key / --entity (C3, C6)', () => {
     });
     expect(await cache.get(key)).toEqual({ kind: 'tombstone', version: 1 });
     expect(invocationsOf(STAGE, from)).toEqual([]);
+  });
+
+  it("when the item's declared version attribute is not an integer ≥ 0, --entity warns it cannot be read and fences above every version", async () => {
+    // Prepare: an order whose version was edited by hand into text.
+    const id = uniqueName('ord');
+    const key = orderCacheKey(KEYSPACE, id);
+    await dynamo.send(
+      new PutItemCommand({
+        TableName: `tenang-${STAGE}-orders`,
+        Item: { orderId: { S: id }, version: { S: 'three' } },
+      }),
+    );
+
+    // Act
+    const result = await cliDirect(
+      '--stage',
+      STAGE,
+      'cache',
+      'invalidate',
+      '--entity',
+      `order:${id}`,
+      '--json',
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({
+      entity: `order:${id}`,
+      sourceVersion: 'unreadable',
+      keys: [{ key, fenceVersion: CEILING_VERSION, result: 'fenced' }],
+    });
+    expect(result.err).toContain(
+      `order ${id} in tenang-${STAGE}-orders has no valid version: version must be an integer ≥ 0, got "three"`,
+    );
+    expect(await cache.get(key)).toEqual({ kind: 'tombstone', version: CEILING_VERSION });
   });
 
   it('when a reader loaded the old version before the change and writes back after --entity, its write-back is refused and reads never see the old version', async () => {

@@ -287,7 +287,9 @@ function printFlush(ctx: CliContext, r: FlushResult, json: boolean): void {
 function guardFlush(ctx: CliContext, opts: z.infer<typeof CacheFlushOptionsSchema>): void {
   if (opts.yesIKnow !== true && opts.dryRun !== true) {
     throw new UsageError(
-      `${flushWarning(ctx.stage)}.\nPrefer invalidating what is stale: tenang cache invalidate --entity order:<id>, ` +
+      `${flushWarning(ctx.stage)}.\nPrefer invalidating what is stale: tenang cache invalidate --entity ${
+        ctx.config.stage.cache.entities.map((e) => e.name).join('|') || '<entity>'
+      }:<id>, ` +
         `or --prefix ${cacheKeyspace(ctx.stage).prefix}<…>. To flush anyway, pass --yes-i-know ` +
         '(the hot keys of the config are warmed first; try --dry-run to see the counts).',
     );
@@ -309,7 +311,7 @@ export const register: RegisterCommand = (program: Command, context: () => CliCo
     .command('invalidate')
     .description('Invalidate one key, one entity, a prefix, or explain a schema version bump')
     .option('--key <key>', 'one cache key, e.g. tenang:prod:v1:order:{123}')
-    .option('--entity <entity:id>', 'every key of one entity, e.g. order:123')
+    .option('--entity <entity:id>', 'every key of one entity of stage.cache.entities, e.g. order:123')
     .option('--prefix <prefix>', "every cached value under a prefix inside the stage's keyspace")
     .option('--bump-version', 'print how to move the stage to a new key namespace (writes nothing)')
     .option('--batch <n>', 'keys per SCAN batch (--prefix)', '500')
@@ -388,8 +390,8 @@ Examples:
       'after',
       () => `
 A full flush sends every read to DynamoDB at once. Prefer \`cache invalidate --entity\` or
-\`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: order:<id> or
-full keys) are first loaded from their table and written with the version-checked write,
+\`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: <entity>:<id>
+of an entity of stage.cache.entities, or full keys) are first loaded from their table and written with the version-checked write,
 then every cached value under tenang:<stage>: (all schema versions) is evicted with SCAN, except
 the warmed hot keys. Tombstones and locks stay; FLUSHALL/FLUSHDB are never used, since one Redis
 may serve several stages. --dry-run needs no --yes-i-know and writes nothing.
