@@ -18,9 +18,8 @@ const RUNTIME_RESTRICTED_PATHS = [
 
 // Layering: bin/ sits on top; under it lib/drills (exercises on the emulator), then lib/ops and
 // lib/local; then lib/infra and lib/audit; then lib/adapters and lib/config; lib/core at the bottom.
-// lib/reference is the reference app's domain (examples/reference), built on the kit: nothing of
-// the kit (lib/core, config, adapters, infra, audit, ops, drills, lambdas/) imports it; lib/local
-// still plays the reference flow and may, for now; lib/api/reference.ts exports it.
+// examples/reference is the reference app, its domain included (examples/reference/domain), built
+// on the kit's entry points: nothing of the kit (lib/, lambdas/, bin/) imports it.
 // What ships is lib/, lambdas/ and bin/tenang.ts; harness/ (chaos, fakes, call counting and
 // capacity, SDK fault injection, the Powertools baseline, the stampede measurement) is what only
 // this repository's tests and benchmarks use: nothing that ships imports it, and it never ships.
@@ -43,14 +42,11 @@ const LAYER = {
   ),
   core: layerRule(['adapters', 'infra', 'ops', 'local'], 'lib/core is pure: it imports no layer above it.'),
 };
-/** The reference app's domain, from inside lib/ (and through its entry point) or from lambdas/. */
+/** The reference app (examples/reference and its domain), from inside lib/ or from lambdas/. */
 const REFERENCE_MESSAGE =
-  "lib/reference is the reference app's domain: the kit holds none (move what is generic out of it, or pass it in).";
-const REFERENCE = [
-  layerRule(['reference', 'api/reference'], REFERENCE_MESSAGE),
-  { regex: '^tenang/reference$', message: REFERENCE_MESSAGE },
-];
-const REFERENCE_FROM_LAMBDAS = layerRule(['lib/reference', 'lib/api/reference'], REFERENCE_MESSAGE);
+  'examples/reference is the reference app, its domain included: the kit holds none (move what is generic into lib/, or pass it in).';
+const REFERENCE = [layerRule(['examples'], REFERENCE_MESSAGE)];
+const REFERENCE_FROM_LAMBDAS = layerRule(['examples'], REFERENCE_MESSAGE);
 /** No SDK, no environment, no Redis in lib/core. */
 const CORE_PACKAGES = {
   group: ['@aws-sdk/*', 'aws-cdk-lib*', 'ioredis', '@aws-lambda-powertools/*'],
@@ -61,6 +57,11 @@ const dynamicImport = ({ regex, message }) => ({
   selector: `ImportExpression[source.value=/${regex.replaceAll('/', '\\x2F')}/]`,
   message,
 });
+/** An example (its domain included) is an app: tenang's entry points only, never its sources. */
+const EXAMPLE_SOURCES = layerRule(
+  ['lib', 'lambdas', 'bin', 'test'],
+  "An example imports tenang's entry points (tenang/…), not its sources.",
+);
 /** The import rules of a layer: the bundle-size paths everywhere, plus the layer's patterns. */
 const restrictImports = (...patterns) => ({
   'no-restricted-imports': ['error', { paths: RUNTIME_RESTRICTED_PATHS, patterns }],
@@ -98,6 +99,11 @@ export default tseslint.config(
   {
     files: ['lib/**/*.ts', 'lambdas/**/*.ts', 'bin/**/*.ts'],
     rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test),
+  },
+  {
+    // What ships (lib/, the CLI) holds no app's domain; bin/'s other scripts are this checkout's.
+    files: ['lib/**/*.ts', 'bin/tenang.ts'],
+    rules: restrictImports(LAYER.bin, LAYER.harness, LAYER.test, ...REFERENCE),
   },
   {
     files: ['lambdas/**/*.ts'],
@@ -143,14 +149,10 @@ export default tseslint.config(
                 "Import * as z from 'tenang/zod': a re-exported namespace keeps all of zod/mini in the bundle.",
             },
           ],
-          patterns: [
-            layerRule(
-              ['lib', 'lambdas', 'bin', 'test'],
-              "An example imports tenang's entry points (tenang/…), not its sources.",
-            ),
-          ],
+          patterns: [EXAMPLE_SOURCES],
         },
       ],
+      'no-restricted-syntax': ['error', dynamicImport(EXAMPLE_SOURCES)],
     },
   },
   {

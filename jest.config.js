@@ -16,7 +16,7 @@ const base = {
   transform: { '^.+\\.ts$': tsJest },
   moduleFileExtensions: ['ts', 'js', 'json'],
   // The examples import the public API as a user does (`tenang/<entry>`): here, its sources.
-  moduleNameMapper: { '^tenang/(config|infra|runtime|audit|local|reference|zod)$': '<rootDir>/lib/api/$1' },
+  moduleNameMapper: { '^tenang/(config|infra|runtime|audit|local|zod)$': '<rootDir>/lib/api/$1' },
   // Unbundled code reads the app's declaration from TENANG_PIPELINE (lib/config/source.ts).
   setupFiles: ['<rootDir>/test/helpers/reference-pipeline.ts'],
 };

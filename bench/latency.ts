@@ -22,14 +22,15 @@ import {
   type SendMessageCommandInput,
 } from '@aws-sdk/client-sqs';
 import Redis from 'ioredis';
-import { DynamoDbOrderStore } from '../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../examples/reference/domain/dynamodb-order-store';
 import { RedisCache } from '../lib/adapters/redis/redis-cache';
 import { startBacklogPlatform, undeleted, type BacklogPlatform } from '../harness/chaos/backlog-experiment';
 import { jobTypeSlug, METRIC, type QueueKind, type ResolvedJobType } from '../lib/config';
-import { REFERENCE_TABLE_KEYS } from '../lib/reference/tables';
-import { cacheKeyspace, orderCacheKey } from '../lib/core/cache-keys';
-import { paymentCaptureKey } from '../lib/reference/payment';
-import type { JobTypeName, PayloadOf } from '../lib/reference/payloads';
+import { REFERENCE_TABLE_KEYS } from '../examples/reference/domain/tables';
+import { cacheKeyspace } from '../lib/core/cache-keys';
+import { orderCacheKey } from '../examples/reference/domain/order-cache';
+import { paymentCaptureKey } from '../examples/reference/domain/payment';
+import type { JobTypeName, PayloadOf } from '../examples/reference/domain/payloads';
 import { withDrillContext, type DrillContext, type RunDrillOptions } from '../lib/drills/drill';
 import { jobTarget } from '../lib/drills/support';
 import { createOrder, seedSku, tables } from '../examples/reference/drills/support';

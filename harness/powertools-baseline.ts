@@ -13,10 +13,10 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DynamoDbOrderStore } from '../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../examples/reference/domain/dynamodb-order-store';
 import { noCrash } from '../lib/adapters/crash';
 import { type JobEnvelope } from '../lib/core/envelope';
-import { type PaymentCapturePayload, parseReferenceEnvelope } from '../lib/reference/payloads';
+import { type PaymentCapturePayload, parseReferenceEnvelope } from '../examples/reference/domain/payloads';
 import {
   captureGuard,
   capturePayment,
@@ -25,7 +25,7 @@ import {
   type CaptureResult,
   type PaymentProvider,
   type StagedTransition,
-} from '../lib/reference/payment';
+} from '../examples/reference/domain/payment';
 import type { Clock } from '../lib/core/ports';
 
 /** What the baseline needs. */

@@ -6,7 +6,7 @@
  * stack's template metadata: functions, the CLI and the local platform read it from there.
  */
 import { TABLE_KEYS, type PipelineInput } from 'tenang/config';
-import { REFERENCE_TABLE_KEYS } from 'tenang/reference';
+import { ORDER_ENTITY, REFERENCE_TABLE_KEYS } from './domain';
 
 /** The declaration for a stage; only the stage name and region vary between stages. */
 export function referencePipeline(stageName: string, region: string): PipelineInput {
@@ -33,6 +33,8 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         loadLockMs: 2_000,
         commandTimeoutMs: 250,
         hotKeys: [],
+        // The order is read through the cache (order-reader) and fenced on its version.
+        entities: [ORDER_ENTITY],
       },
     },
     // Each with the key layout of the adapter that reads it: the reference's own (DynamoDbOrderStore,

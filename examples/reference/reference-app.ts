@@ -8,7 +8,8 @@
 import * as path from 'node:path';
 
 import { CfnOutput, type App } from 'aws-cdk-lib';
-import { buildApp, grantSend, Ingress, type BuiltApp, type PipelineStack } from 'tenang/infra';
+import { buildApp, grantSend, type BuiltApp, type PipelineStack } from 'tenang/infra';
+import { Ingress } from './domain/ingress';
 import { referencePipeline } from './pipeline';
 
 /** The reference app's stack, with its ingress. */

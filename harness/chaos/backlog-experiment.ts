@@ -12,7 +12,7 @@
  */
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { makeEnvelope, type JobEnvelope } from '../../lib/core/envelope';
-import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { LocalPlatform } from '../../lib/local/platform';
 import { freePort } from '../../lib/local/ports';
 import { queueCounts } from '../../lib/adapters/aws/queue-counts';

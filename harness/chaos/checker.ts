@@ -10,8 +10,8 @@
  * Pure: facts in, verdict out.
  */
 import type { CacheEntry } from '../../lib/core/ports';
-import { notificationKey } from '../../lib/reference/notification';
-import { paymentCaptureKey } from '../../lib/reference/payment';
+import { notificationKey } from '../../examples/reference/domain/notification';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import type { LockTrace } from '../faults/fault-injection';
 import type { DlqEntry } from '../../lib/local/report-model';
 import {

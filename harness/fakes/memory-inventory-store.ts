@@ -5,7 +5,7 @@ import {
   UnknownSkuError,
   type InventoryStore,
   type StockLevel,
-} from '../../lib/reference/inventory';
+} from '../../examples/reference/domain/inventory';
 import { fenceAccepts } from '../../lib/core/lease-lock';
 
 /** An in-memory InventoryStore; `writes` lists every accepted write in order. */

@@ -1,9 +1,13 @@
 /** OrderStore in memory, with DynamoDbOrderStore's conditions, for unit tests. */
 import { ConcurrentUpdateError, IllegalTransitionError } from '../../lib/core/errors';
-import type { Order } from '../../lib/core/order';
+import type { Order } from '../../examples/reference/domain/order';
 import type { Clock } from '../../lib/core/ports';
-import type { OrderStore } from '../../lib/reference/ports';
-import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../../lib/core/state-machine';
+import type { OrderStore } from '../../examples/reference/domain/ports';
+import {
+  explainRejectedTransition,
+  statesOnlyAfter,
+  type OrderState,
+} from '../../examples/reference/domain/state-machine';
 
 /** An in-memory OrderStore; every method is atomic (JavaScript runs it without interleaving). */
 export class InMemoryOrderStore implements OrderStore {

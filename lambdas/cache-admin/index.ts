@@ -8,7 +8,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import { newDynamoDbClient } from '../../lib/adapters/aws/clients';
-import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
+import { DynamoDbEntitySource, type EntityTable } from '../../lib/adapters/aws/entity-source';
 import { parseFunctionEnv, stageConfig } from '../../lib/adapters/lambda-env';
 import {
   CACHE_ENV_SHAPE,
@@ -18,7 +18,8 @@ import {
 } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { CACHE_ADMIN_SERVICE } from '../../lib/config/metrics';
-import { cacheSourceTable } from '../../lib/config/load';
+import { tableVariable } from '../../lib/config/derive';
+import { cachedEntitySources, type CachedEntitySource } from '../../lib/config/load';
 import { StageSchema } from '../../lib/config/schema';
 import * as z from '../../lib/config/zod';
 import {
@@ -36,16 +37,14 @@ export const SERVICE_NAME = CACHE_ADMIN_SERVICE;
 /** Scan progress is logged at most this often, milliseconds. */
 const PROGRESS_LOG_INTERVAL_MS = 5_000;
 
-/** The function's environment: the cache variables every cache client gets, and the entities' table. */
+/**
+ * The function's environment: the cache variables every cache client gets. The stack also sets
+ * `<NAME>_TABLE` for each cached entity's table (stage.cache.entities), read by entityTables.
+ */
 export const CacheAdminEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
     TENANG_STAGE: StageSchema.shape.name,
-    /**
-     * The table of the cached entities (the one whose stream invalidates the cache); absent when
-     * no stream consumer uses the cache.
-     */
-    ENTITY_TABLE: z.optional(z.string().check(z.minLength(1))),
   })
   .check(cacheEnvCheck());
 
@@ -107,16 +106,30 @@ const connection = connectRedis(cacheConnectionSettings(env), {
   onError: (error) => logger.warn('Redis connection error', { error: error.message }),
 });
 
-/** The entities' source, when the stack gave the function their table. */
-function entitySource(table: string | undefined, partitionKey: string | undefined): EntitySource | undefined {
-  if (table === undefined) return undefined;
-  if (partitionKey === undefined) {
-    // The stack sets ENTITY_TABLE from the same declaration: a mismatch is a deployment bug.
+/**
+ * Each declared cached entity with its table's physical name, from the `<NAME>_TABLE` variable
+ * the stack sets from the same declaration.
+ * @throws Error naming the variables missing (a deployment bug: the stack and the bundle disagree)
+ */
+export function entityTables(
+  sources: readonly CachedEntitySource[],
+  variables: Readonly<Record<string, string | undefined>>,
+): EntityTable[] {
+  const missing = sources.map((s) => tableVariable(s.table.name)).filter((v) => !(variables[v] ?? ''));
+  if (missing.length > 0) {
     throw new Error(
-      `ENTITY_TABLE is ${table} but the bundled declaration has no stream consumer that uses the cache`,
+      `the bundled declaration caches entities whose table variables are not set: ${[...new Set(missing)].join(', ')}`,
     );
   }
-  return new DynamoDbEntitySource(newDynamoDbClient(), table, partitionKey);
+  return sources.map((s) => ({
+    entity: s.entity,
+    tableName: variables[tableVariable(s.table.name)] as string,
+  }));
+}
+
+/** The entities' source, when the declaration names cached entities. */
+function entitySource(tables: readonly EntityTable[]): EntitySource | undefined {
+  return tables.length === 0 ? undefined : new DynamoDbEntitySource(newDynamoDbClient(), tables);
 }
 
 /** The deployed handler. */
@@ -124,6 +137,6 @@ export const handler = createHandler({
   stage: env.TENANG_STAGE,
   settings: config.stage.cache,
   cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
-  source: entitySource(env.ENTITY_TABLE, cacheSourceTable(config)?.partitionKey),
+  source: entitySource(entityTables(cachedEntitySources(config), process.env)),
   logger,
 });

@@ -12,6 +12,8 @@ export {
   StageSchema,
   TableSchema,
   StreamResourcesSchema,
+  CachedEntitySchema,
+  type CachedEntityInput,
   type Table,
   type TableInput,
   type StreamResources,
@@ -41,7 +43,14 @@ export {
   type DerivedAlarmSettings,
 } from '../config/derive';
 export { TABLE_KEYS, IDEMPOTENCY_TABLE } from '../config/tables';
-export { loadPipelineConfig, jobTypeByName, type PipelineConfig } from '../config/load';
+export {
+  loadPipelineConfig,
+  jobTypeByName,
+  cachedEntitySources,
+  cachedEntityTables,
+  type CachedEntitySource,
+  type PipelineConfig,
+} from '../config/load';
 export { PipelineConfigError } from '../config/errors';
 export {
   encodePipeline,

@@ -11,11 +11,13 @@ export { Observability, type ObservabilityProps } from '../infra/observability';
 export { ControlFlags, type ControlFlagsProps, type ControlledConsumer } from '../infra/control-flags';
 export { Tables, type TablesProps } from '../infra/tables';
 export { Cache, type CacheProps } from '../infra/cache';
-/**
- * The reference app's HTTP ingress (lib/reference/ingress.ts): exported here, not from
- * `tenang/reference`, because it is CDK code and `tenang/reference` is what functions import.
- */
-export { Ingress, type IngressProps } from '../reference/ingress';
-export { TenangFunction, type TenangFunctionProps } from '../infra/tenang-function';
+export {
+  TenangFunction,
+  type TenangFunctionProps,
+  type FunctionVpcPlacement,
+} from '../infra/tenang-function';
+/** What a construct of an app's own is built with: tenang's log retention and props checks. */
+export { LOG_RETENTION } from '../infra/defaults';
+export { validateProps, environmentProblems, type PropsRule } from '../infra/validation';
 export { grantItems, grantSend, grantParameterRead } from '../infra/grants';
 export { targetTraits, STAGE_CONTEXT_KEY, TARGET_CONTEXT_KEY, type TargetTraits } from '../infra/target';

@@ -44,6 +44,9 @@ export {
   everyInterval,
   LeaseLostError,
   LockHeldError,
+  fenceAccepts,
+  type LockHolder,
+  type LockReleaseResult,
   type LockStore,
   type LockEvent,
   type Every,
@@ -75,7 +78,20 @@ export {
   type CachePolicyEvent,
   type CacheSource,
 } from '../core/cache-policy';
-export { cacheKeyspace, entityPrefix, type CacheKeyspace, type KeyInvalidation } from '../core/cache-keys';
+export {
+  cacheKeyspace,
+  entityCacheKey,
+  entityPrefix,
+  entityKeyFields,
+  keysForEntityChange,
+  keysForKeyFieldsChange,
+  InvalidEntityImageError,
+  type CachedEntity,
+  type CacheKeyspace,
+  type EntityImage,
+  type EntityKeyFields,
+  type KeyInvalidation,
+} from '../core/cache-keys';
 export type { VersionedCache } from '../core/ports';
 export {
   CACHE_ENV_SHAPE,
@@ -94,12 +110,24 @@ export {
   ValidationError,
   ClaimInFlightError,
   CacheUnavailableError,
+  CircuitOpenError,
+  StaleFencingTokenError,
+  TransitionAlreadyDoneError,
+  IllegalTransitionError,
+  ConcurrentUpdateError,
   classifyError,
   errorClassName,
   type ErrorClass,
 } from '../core/errors';
 export { decideRetry, fullJitterDelaySeconds, type RetryDecision, type Random } from '../core/backoff';
 export { admit, type Admission } from '../core/admission';
+export { waitDeferSeconds } from '../core/deferral';
+export {
+  postJson,
+  ProviderUnavailableError,
+  ProviderRejectedError,
+  type ProviderCallOptions,
+} from '../adapters/http/provider-client';
 export { SsmDegradeFlag, degradedOrFalse } from '../adapters/aws/ssm-degrade-flag';
 export { reportPermissionDenial, type DenialReport } from '../adapters/aws/permission-denial';
 export { sequenceNumberOf, streamItemKey } from '../adapters/aws/stream-record';

@@ -298,6 +298,8 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
     });
   }
 
+  if (stageResult.success) problems.push(...checkCachedEntities(stageResult.data, tables));
+
   if (problems.length > 0 || !stageResult.success) throw new PipelineConfigError(problems);
   const stage = stageResult.data;
   return {
@@ -310,15 +312,60 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   };
 }
 
+/** A cached entity and its table, resolved. */
+export interface CachedEntitySource {
+  readonly entity: Stage['cache']['entities'][number];
+  readonly table: ResolvedTable;
+}
+
 /**
- * The table that is the cached entities' source of truth: the one whose stream the stream
- * consumer that uses the cache (`resources.cache`, e.g. the reference app's cache invalidator)
- * reads, so the table whose changes invalidate the cache. Undefined when no stream consumer uses
- * the cache: entity invalidations then have nothing to fence at, and a flush warms no hot key.
+ * The cached entities (`stage.cache.entities`) with the tables that are their source of truth
+ * (the load checked each is declared). Empty when none is declared: entity invalidations then
+ * have nothing to fence at, and a flush warms no hot key.
  */
-export function cacheSourceTable(config: PipelineConfig): ResolvedTable | undefined {
-  const invalidator = config.streamConsumers.find((s) => s.resources.cache);
-  return invalidator === undefined ? undefined : config.tables.find((t) => t.name === invalidator.table);
+export function cachedEntitySources(config: PipelineConfig): CachedEntitySource[] {
+  return config.stage.cache.entities.flatMap((entity) => {
+    const table = config.tables.find((t) => t.name === entity.table);
+    return table === undefined ? [] : [{ entity, table }];
+  });
+}
+
+/** The distinct tables of the cached entities (what the cache-admin function reads). */
+export function cachedEntityTables(config: PipelineConfig): ResolvedTable[] {
+  return [...new Set(cachedEntitySources(config).map((s) => s.table))];
+}
+
+/** Cross-references of the cached entities: each table declared and readable by the entity's key alone. */
+function checkCachedEntities(stage: Stage, tables: readonly Table[]): string[] {
+  const problems: string[] = [];
+  stage.cache.entities.forEach((entity, index) => {
+    const at = `stage.cache.entities[${index}]`;
+    const table = tables.find((t) => t.name === entity.table);
+    if (table === undefined || table.name === IDEMPOTENCY_TABLE.name) {
+      const declared = tables.filter((t) => t.name !== IDEMPOTENCY_TABLE.name).map((t) => t.name);
+      problems.push(
+        `${at}.table: "${entity.table}" is not a declared table (declared: ${declared.join(', ') || 'none'})`,
+      );
+      return;
+    }
+    if (entity.key !== table.partitionKey) {
+      problems.push(
+        `${at}.key: "${entity.key}" is not the partition key of the table "${table.name}" ("${table.partitionKey}"): the entity is read by its key alone`,
+      );
+    }
+    if (table.sortKey !== undefined) {
+      problems.push(
+        `${at}.table: the table "${table.name}" has a sort key ("${table.sortKey}"): a cached entity is read by its id alone, so its table has none`,
+      );
+    }
+    if (entity.version === entity.key) {
+      problems.push(`${at}.version: must not be the key attribute "${entity.key}"`);
+    }
+  });
+  for (const name of duplicates(stage.cache.entities.map((e) => e.name))) {
+    problems.push(`stage.cache.entities: entity "${name}" is declared more than once`);
+  }
+  return problems;
 }
 
 /** Finds a job type by name, or throws listing the known ones. */

@@ -312,6 +312,20 @@ export const AlarmTopicSchema = z.object({
 });
 export type AlarmTopic = z.output<typeof AlarmTopicSchema>;
 
+/**
+ * An entity the app caches (C6): its name in cache keys and in `<entity>:<id>` (`order:123`),
+ * the declared table that is its source of truth, the attribute holding its id (the table's
+ * partition key; the table has no sort key, so the id alone reads the item) and the attribute
+ * holding its version (an integer ≥ 0 that every write raises; invalidations fence on it).
+ */
+export const CachedEntitySchema = z.object({
+  name: kebabName('must be kebab-case, e.g. invoice'),
+  table: TableName,
+  key: attributeName(),
+  version: attributeName(),
+});
+export type CachedEntityInput = z.input<typeof CachedEntitySchema>;
+
 export const StageSchema = z.object({
   /** Stage name, part of every resource name and SSM path. */
   name: StageNameSchema,
@@ -328,8 +342,14 @@ export const StageSchema = z.object({
     loadLockMs: intIn(10, 30_000),
     /** Per-command Redis timeout, milliseconds (D4). */
     commandTimeoutMs: intIn(10, 10_000),
-    /** Keys warmed before a guarded full flush (C6). @default [] */
+    /** Keys warmed before a guarded full flush (C6): `<entity>:<id>` or full cache keys. @default [] */
     hotKeys: z._default(z.array(nonEmpty()), []),
+    /**
+     * The entities the app caches: what `tenang cache invalidate --entity`, `--key` and the
+     * flush's hot keys may name, and the tables the cache-admin function may read (GetItem, on
+     * those tables only). @default [] (no entity: entity invalidations are refused)
+     */
+    entities: z._default(z.array(CachedEntitySchema), []),
   }),
 });
 export type StageInput = z.input<typeof StageSchema>;

@@ -29,41 +29,49 @@
  */
 import * as z from '../config/zod';
 import {
-  EntityRefSchema,
+  EntityRefTextSchema,
   cacheKeyOf,
   formatEntityRef,
   hotKeyRef,
   invalidationsFor,
+  parseEntityRef,
   prefixProblem,
   stageNamespace,
   type EntityRef,
 } from './cache-admin-keys';
-import { cacheKeyspace } from './cache-keys';
+import { cacheKeyspace, type CachedEntity } from './cache-keys';
 import { invalidateKeys, tombstoneTtlMs, ttlWithJitterMs, type CachePolicySettings } from './cache-policy';
 import { PermanentError, ValidationError } from './errors';
-import type { Order } from './order';
 import type { CacheEntry, EvictingCache, PrefixEviction } from './ports';
 
 // ---------------------------------------------------------------------------------------------
 // Ports
 
-/** An entity as the source of truth has it now. */
+/**
+ * An entity as the source of truth has it now: present with its version (the declared version
+ * attribute) and its item as stored, absent, or unreadable (no valid version) with the reason.
+ */
 export type SourceState =
-  | { readonly kind: 'present'; readonly order: Order }
+  | { readonly kind: 'present'; readonly version: number; readonly item: Readonly<Record<string, unknown>> }
   | { readonly kind: 'absent' }
   | { readonly kind: 'unreadable'; readonly reason: string };
 
-/** The source of truth of the cached entities, read as the order reader reads it (strongly consistent). */
+/**
+ * The source of truth of the cached entities: each declared entity's table, read as a reader
+ * reads it (strongly consistent).
+ */
 export interface EntitySource {
-  /** The table it reads, for reports. */
-  readonly table: string;
+  /** The table `entity` is read from, for reports. */
+  tableOf(entity: string): string;
   read(ref: EntityRef): Promise<SourceState>;
 }
 
 /** The cache settings the operations use (the stage's `cache`). */
 export interface CacheAdminSettings extends CachePolicySettings {
-  /** Keys warmed before a flush: `order:<id>` or full cache keys of the stage. */
+  /** Keys warmed before a flush: `<entity>:<id>` or full cache keys of the stage. */
   readonly hotKeys: readonly string[];
+  /** The cached entities (`stage.cache.entities`): the only ones an operation may name. */
+  readonly entities: readonly CachedEntity[];
 }
 
 /** What every operation runs with. */
@@ -85,13 +93,23 @@ export interface CacheAdminDeps {
 export class CacheAdminRefusedError extends PermanentError {}
 
 /**
- * The refusal of an operation that needs the source of truth on a stage that has none: no stream
- * consumer uses the cache, so no table's changes invalidate it (lib/config/load.ts cacheSourceTable).
+ * The refusal of an operation that needs the source of truth on a stage that has none: the
+ * declaration names no cached entity (stage.cache.entities), so no table holds their versions.
  */
 export function noEntitySource(stage: string): CacheAdminRefusedError {
   return new CacheAdminRefusedError(
-    `stage ${stage} has no stream consumer that uses the cache (resources.cache): no table is the cached entities' source of truth to fence them at`,
+    `stage ${stage} declares no cached entity (stage.cache.entities): no table is a source of truth to fence at`,
   );
+}
+
+/**
+ * `text` (`<entity>:<id>`) as a reference to one of the declared entities.
+ * @throws CacheAdminRefusedError naming what is wrong (an entity not declared, an invalid id)
+ */
+export function resolveEntityRef(entities: readonly CachedEntity[], text: string): EntityRef {
+  const ref = parseEntityRef(entities, text);
+  if (typeof ref === 'string') throw new CacheAdminRefusedError(ref);
+  return ref;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,8 +154,8 @@ export type FlushResult = {
   /** The stage's keyspace across schema versions (`tenang:<stage>:`). */
   readonly prefix: string;
   readonly dryRun: boolean;
-  /** The source table the hot keys were read from; undefined when there was none to read. */
-  readonly table: string | undefined;
+  /** The source tables the hot keys were read from; empty when there was none to read. */
+  readonly tables: readonly string[];
   readonly hotKeys: readonly HotKeyReport[];
 } & PrefixEviction;
 
@@ -156,22 +174,20 @@ export async function invalidateEntity(
   opts: { readonly dryRun: boolean },
 ): Promise<EntityInvalidation> {
   const keyspace = cacheKeyspace(deps.stage);
+  // A reference the declaration does not know is refused before anything is read or written.
+  resolveEntityRef(deps.settings.entities, formatEntityRef(ref));
   const source = await deps.source();
   // Read before fencing: a change after the read is fenced by the invalidator at a higher version.
   const state = await source.read(ref);
   if (state.kind === 'unreadable') deps.warn(`warning: ${state.reason}; fencing above every version`);
-  const invalidations = invalidationsFor(
-    keyspace,
-    ref,
-    state.kind === 'present' ? state.order.version : undefined,
-  );
+  const invalidations = invalidationsFor(keyspace, ref, state.kind === 'present' ? state.version : undefined);
   const { cache, settings } = deps;
   const before = await Promise.all(invalidations.map(async (i) => describeEntry(await cache.get(i.key))));
   const results = opts.dryRun ? undefined : await invalidateKeys(cache, invalidations, settings);
   return {
     entity: formatEntityRef(ref),
-    table: source.table,
-    sourceVersion: state.kind === 'present' ? state.order.version : state.kind,
+    table: source.tableOf(ref.entity),
+    sourceVersion: state.kind === 'present' ? state.version : state.kind,
     tombstoneTtlSeconds: tombstoneTtlMs(settings) / 1000,
     dryRun: opts.dryRun,
     keys: invalidations.map((i, n) => ({
@@ -204,7 +220,7 @@ function hotKeyRefs(deps: CacheAdminDeps): EntityRef[] {
   const refs: EntityRef[] = [];
   const problems: string[] = [];
   for (const text of deps.settings.hotKeys) {
-    const ref = hotKeyRef(deps.stage, text);
+    const ref = hotKeyRef(deps.stage, text, deps.settings.entities);
     if (typeof ref === 'string') problems.push(`stage.cache.hotKeys: ${ref}`);
     else refs.push(ref);
   }
@@ -240,10 +256,10 @@ export async function flush(
       hotKeys.push({ entity, key, version: undefined, result: state.kind });
       continue;
     }
-    const version = state.order.version;
+    const { version } = state;
     const result = dryRun
       ? 'would-warm'
-      : (await cache.putIfNewer(key, version, state.order, ttlWithJitterMs(settings, deps.random))) ===
+      : (await cache.putIfNewer(key, version, state.item, ttlWithJitterMs(settings, deps.random))) ===
           'written'
         ? 'warmed'
         : 'superseded';
@@ -257,7 +273,8 @@ export async function flush(
     dryRun,
     onBatch: deps.progress?.(namespace),
   });
-  return { stage: deps.stage, prefix: namespace, dryRun, table: source?.table, hotKeys, ...eviction };
+  const tables = source === undefined ? [] : [...new Set(refs.map((ref) => source.tableOf(ref.entity)))];
+  return { stage: deps.stage, prefix: namespace, dryRun, tables, hotKeys, ...eviction };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,7 +298,7 @@ export const CacheAdminRequestSchema = z.discriminatedUnion('operation', [
   z.object({
     operation: z.literal('invalidate-entity'),
     /** `order:123`. */
-    entity: EntityRefSchema,
+    entity: EntityRefTextSchema,
     dryRun: z.boolean(),
     requestedBy: RequestedBySchema,
   }),
@@ -312,7 +329,7 @@ export type CacheAdminOperation = CacheAdminRequestInput extends infer R
     ? Omit<R, 'requestedBy'>
     : never
   : never;
-/** A request as the function reads it (the entity parsed). */
+/** A request as the function reads it (the entity as `<entity>:<id>`, resolved against the declaration when run). */
 export type CacheAdminRequest = z.output<typeof CacheAdminRequestSchema>;
 
 /** The function's answer: the operation's result and the warnings it raised, or why it refused. */
@@ -337,14 +354,23 @@ export type CacheAdminAnswer =
     }
   | { readonly status: 'refused'; readonly message: string };
 
-/** Parses a request; a bad one is a ValidationError naming each problem with its path. */
-export function parseCacheAdminRequest(event: unknown): CacheAdminRequest {
+/**
+ * Parses a request, its entity checked against the declared `entities`; a bad one is a
+ * ValidationError naming each problem with its path.
+ */
+export function parseCacheAdminRequest(event: unknown, entities: readonly CachedEntity[]): CacheAdminRequest {
   const parsed = CacheAdminRequestSchema.safeParse(event);
-  if (parsed.success) return parsed.data;
-  throw new ValidationError(
-    'invalid cache-admin request',
-    parsed.error.issues.map((i) => `${i.path.length === 0 ? '(request)' : i.path.join('.')}: ${i.message}`),
-  );
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => `${i.path.length === 0 ? '(request)' : i.path.join('.')}: ${i.message}`);
+  const entity =
+    typeof event === 'object' && event !== null ? (event as { entity?: unknown }).entity : undefined;
+  if (typeof entity === 'string' && !problems.some((p) => p.startsWith('entity:'))) {
+    const ref = parseEntityRef(entities, entity);
+    if (typeof ref === 'string') problems.push(`entity: ${ref}`);
+  }
+  if (parsed.success && problems.length === 0) return parsed.data;
+  throw new ValidationError('invalid cache-admin request', problems);
 }
 
 /**
@@ -359,13 +385,17 @@ export async function runCacheAdminRequest(
   const warnings: string[] = [];
   const withWarnings: CacheAdminDeps = { ...deps, warn: (text) => warnings.push(text) };
   try {
-    const request = parseCacheAdminRequest(event);
+    const request = parseCacheAdminRequest(event, deps.settings.entities);
     switch (request.operation) {
       case 'invalidate-entity':
         return {
           status: 'ok',
           operation: request.operation,
-          result: await invalidateEntity(withWarnings, request.entity, request),
+          result: await invalidateEntity(
+            withWarnings,
+            resolveEntityRef(deps.settings.entities, request.entity),
+            request,
+          ),
           warnings,
         };
       case 'invalidate-prefix':

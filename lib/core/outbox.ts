@@ -1,7 +1,7 @@
 /**
  * The transactional outbox's relay (D6): follow-up jobs of a change to a table, derived from the
  * table's stream by a stream consumer, never sent by a job's consumer after its commit (which
- * jobs a change has is the app's: e.g. the reference app's lib/reference/order-follow-ups.ts).
+ * jobs a change has is the app's: e.g. the reference app's examples/reference/domain/order-follow-ups.ts).
  *
  * Each follow-up carries an idempotency key derived from the change and the job, and is guarded
  * by a producer-side dedup claim on that key (Q1), so a stream record delivered twice enqueues

@@ -6,9 +6,9 @@
  * to run their operations there (lambdas/cache-admin, lib/core/cache-admin.ts).
  *
  * Its grants are what the operations use: elasticache:Connect as the app user (IAM auth), and
- * GetItem on the cached entities' table, the one whose stream invalidates the cache (an entity
- * invalidation fences at the entity's current version; a flush warms the hot keys from it). A version bump writes nothing (it is a code change), so it
- * needs none.
+ * GetItem on the tables of the declared cached entities (stage.cache.entities) and no other: an
+ * entity invalidation fences at the entity's current version; a flush warms the hot keys from
+ * them. A version bump writes nothing (it is a code change), so it needs none.
  *
  * No reserved concurrency: reserving any fails the deploy in an account whose concurrency quota
  * leaves fewer than 100 unreserved executions (PutFunctionConcurrency: "as long as you leave at
@@ -18,6 +18,7 @@
  */
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
+import { tableVariable } from '../config/derive';
 import { CACHE_ADMIN_SERVICE } from '../config/metrics';
 import type { Cache } from './cache';
 import { grantItems } from './grants';
@@ -38,11 +39,11 @@ export interface CacheAdminProps {
   /** The handler's entry file (lambdas/cache-admin/index.ts). */
   readonly entry: string;
   /**
-   * The cached entities' source of truth: the declared table whose stream invalidates the cache
-   * (lib/config/load.ts cacheSourceTable).
+   * The cached entities' tables (lib/config/load.ts cachedEntityTables), by declared name: each
+   * is given to the function as `<NAME>_TABLE` and granted GetItem.
    * @default - none: entity invalidations are refused, a flush warms no hot key
    */
-  readonly entityTable?: dynamodb.ITable;
+  readonly entityTables?: ReadonlyMap<string, dynamodb.ITable>;
 }
 
 /** The cache-admin function, in the cache's VPC. */
@@ -60,7 +61,9 @@ export class CacheAdmin extends Construct {
       environment: {
         TENANG_STAGE: props.stageName,
         ...props.cache.connectionEnvironment,
-        ...(props.entityTable === undefined ? {} : { ENTITY_TABLE: props.entityTable.tableName }),
+        ...Object.fromEntries(
+          [...(props.entityTables ?? [])].map(([name, table]) => [tableVariable(name), table.tableName]),
+        ),
       },
       vpc: props.cache.functionPlacement,
       noAsyncDlqReason:
@@ -68,6 +71,6 @@ export class CacheAdmin extends Construct {
     });
     const fn = this.function.function;
     props.cache.grantConnect(fn);
-    if (props.entityTable !== undefined) grantItems(props.entityTable, fn, ['GetItem']);
+    for (const table of props.entityTables?.values() ?? []) grantItems(table, fn, ['GetItem']);
   }
 }

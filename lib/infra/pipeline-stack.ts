@@ -6,7 +6,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import {
-  cacheSourceTable,
+  cachedEntityTables,
   encodePipeline,
   loadPipelineConfig,
   PIPELINE_CONTEXT_KEY,
@@ -107,13 +107,11 @@ export class PipelineStack extends Stack {
 
     this.tables = new Tables(this, 'Tables', { tables: config.tables });
     this.cache = new Cache(this, 'Cache', { stageName: stage, managed: traits.managedCache });
-    const entitySource = cacheSourceTable(config);
-    const entityTable = entitySource === undefined ? undefined : this.tables.byName(entitySource.name);
     this.cacheAdmin = new CacheAdmin(this, 'CacheAdmin', {
       stageName: stage,
       cache: this.cache,
       entry: lambdaEntry('cache-admin'),
-      ...(entityTable === undefined ? {} : { entityTable }),
+      entityTables: new Map(cachedEntityTables(config).map((t) => [t.name, this.tables.byName(t.name)])),
     });
     // Functions that read the degrade flag; granted once ControlFlags exists.
     const degradeReaders: iam.IGrantable[] = [];

@@ -1,7 +1,7 @@
 /** SQS records carrying job envelopes, shaped as Lambda delivers them, for handler unit tests. */
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { makeEnvelope } from '../../lib/core/envelope';
-import { type JobTypeName, type PayloadOf } from '../../lib/reference/payloads';
+import { type JobTypeName, type PayloadOf } from '../../examples/reference/domain/payloads';
 
 /** Options of jobRecord. */
 export interface JobRecordOptions<T extends JobTypeName> {

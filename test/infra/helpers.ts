@@ -7,7 +7,7 @@ import type { IConstruct } from 'constructs';
 import { loadPipelineConfig, type PipelineConfig, type PipelineInput } from '../../lib/config';
 import { referencePipeline } from '../../examples/reference/pipeline';
 import { addIngress } from '../../examples/reference/reference-app';
-import type { Ingress } from '../../lib/reference/ingress';
+import type { Ingress } from '../../examples/reference/domain/ingress';
 import { withAlarmEmail } from '../../lib/infra/app';
 import { PipelineStack } from '../../lib/infra/pipeline-stack';
 import { ConstructPropsError } from '../../lib/infra/validation';
@@ -50,7 +50,10 @@ export function testStack(): Stack {
 }
 
 /** The reference app's full stack (its pipeline and its ingress) of the dev stage for a target, read from CDK context like buildApp does. */
-export function synthPipeline(target: DeployTarget = 'aws'): {
+export function synthPipeline(
+  target: DeployTarget = 'aws',
+  pipeline: PipelineInput = referenceDeclaration('dev'),
+): {
   stack: PipelineStack;
   ingress: Ingress;
   template: Template;
@@ -58,7 +61,7 @@ export function synthPipeline(target: DeployTarget = 'aws'): {
 } {
   const app = new App({ context: { ...NO_BUNDLING, [TARGET_CONTEXT_KEY]: target } });
   const stack = new PipelineStack(app, 'tenang-dev', {
-    pipeline: referenceDeclaration('dev'),
+    pipeline,
     appDir: REFERENCE_APP_DIR,
     traits: targetTraits(app),
     env: { region: REGION },

@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Cache } from '../../lib/infra/cache';
-import { Ingress, type IngressProps } from '../../lib/reference/ingress';
+import { Ingress, type IngressProps } from '../../examples/reference/domain/ingress';
 import type { TenangFunction } from '../../lib/infra/tenang-function';
 import {
   getAtt,

@@ -25,26 +25,26 @@ import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inve
 import { inFlightClaimSeconds, notificationSend } from '../../examples/reference/jobs/notification-send';
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import {
   GUARDED_ITEM_RECORD_ATTR,
   TransactionalDynamoDBPersistenceLayer,
 } from '../../lib/adapters/aws/transactional-persistence';
 import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
-import { HttpMessagingProvider } from '../../lib/reference/messaging-provider';
-import { HttpPaymentProvider } from '../../lib/reference/payment-provider';
+import { HttpMessagingProvider } from '../../examples/reference/domain/messaging-provider';
+import { HttpPaymentProvider } from '../../examples/reference/domain/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
 import { CircuitBreaker } from '../../lib/core/circuit-breaker';
-import type { JobTypeName } from '../../lib/reference/payloads';
-import { skuLockResource } from '../../lib/reference/inventory';
-import { notificationKey } from '../../lib/reference/notification';
-import type { Order } from '../../lib/core/order';
-import { paymentCaptureKey } from '../../lib/reference/payment';
+import type { JobTypeName } from '../../examples/reference/domain/payloads';
+import { skuLockResource } from '../../examples/reference/domain/inventory';
+import { notificationKey } from '../../examples/reference/domain/notification';
+import type { Order } from '../../examples/reference/domain/order';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import { TokenBucket } from '../../lib/core/token-bucket';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';

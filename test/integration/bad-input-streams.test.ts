@@ -29,15 +29,16 @@ import type Redis from 'ioredis';
 import type * as InvalidatorModule from '../../examples/reference/functions/cache-invalidator';
 import type * as RelayModule from '../../examples/reference/functions/outbox-relay';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { TABLE_KEYS } from '../../lib/config/tables';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
-import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
+import { cacheKeyspace, type CacheKeyspace } from '../../lib/core/cache-keys';
+import { orderCacheKey } from '../../examples/reference/domain/order-cache';
 import type { JobEnvelope } from '../../lib/core/envelope';
-import type { Order } from '../../lib/core/order';
+import type { Order } from '../../examples/reference/domain/order';
 import {
   STREAM_RECORD_CASES,
   type StreamIds,

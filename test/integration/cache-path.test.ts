@@ -23,13 +23,14 @@ import type {
 import Redis from 'ioredis';
 import type * as InvalidatorModule from '../../examples/reference/functions/cache-invalidator';
 import type * as ReaderModule from '../../examples/reference/functions/order-reader';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
-import { cacheKeyspace, orderCacheKey, type CacheKeyspace } from '../../lib/core/cache-keys';
-import type { Order } from '../../lib/core/order';
-import type { OrderStore } from '../../lib/reference/ports';
+import { cacheKeyspace, type CacheKeyspace } from '../../lib/core/cache-keys';
+import { orderCacheKey } from '../../examples/reference/domain/order-cache';
+import type { Order } from '../../examples/reference/domain/order';
+import type { OrderStore } from '../../examples/reference/domain/ports';
 import { pollUntil } from '../../lib/local/poll';
 import { dynamoClient, redisClient, uniqueName } from '../helpers/aws';
 import { StreamTail, streamsClient } from '../helpers/dynamodb-stream';

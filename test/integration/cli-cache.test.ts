@@ -16,7 +16,7 @@ import {
   DeleteStackCommand,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -25,14 +25,15 @@ import type * as ReaderModule from '../../examples/reference/functions/order-rea
 import type * as CacheAdminModule from '../../lambdas/cache-admin';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
 import { DynamoDbEntitySource } from '../../lib/adapters/aws/entity-source';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import * as lambdaEnv from '../../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../../lib/adapters/redis/connect';
 import { RedisCache } from '../../lib/adapters/redis/redis-cache';
-import { cacheKeyspace, orderCacheKey } from '../../lib/core/cache-keys';
-import type { Order } from '../../lib/core/order';
-import type { OrderStore } from '../../lib/reference/ports';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { CEILING_VERSION } from '../../lib/core/cache-admin-keys';
+import { cacheKeyspace } from '../../lib/core/cache-keys';
+import { ORDER_ENTITY, orderCacheKey } from '../../examples/reference/domain/order-cache';
+import type { Order } from '../../examples/reference/domain/order';
+import type { OrderStore } from '../../examples/reference/domain/ports';
 import { encodePipeline, type PipelineInput } from '../../lib/config';
 import { stackName } from '../../lib/infra/app';
 import { startLambdaControl, type LambdaControl } from '../../lib/local/lambda-control';
@@ -227,7 +228,8 @@ beforeAll(async () => {
   });
   // The cache-admin function of each stage: its real handler on the shared Redis and the
   // stage's orders table, with the settings its bundle would carry (the flush stage's hot keys).
-  Object.assign(process.env, { TENANG_STAGE: STAGE, CACHE_AUTH: 'none' });
+  // The module's own source reads the declared entity's table variable (unused here).
+  Object.assign(process.env, { TENANG_STAGE: STAGE, CACHE_AUTH: 'none', ORDERS_TABLE: 'unused' });
   let adminModule: typeof CacheAdminModule;
   try {
     adminModule = await import('../../lambdas/cache-admin');
@@ -241,11 +243,9 @@ beforeAll(async () => {
         stage,
         settings: stage === FLUSH_STAGE ? { ...SETTINGS, hotKeys } : SETTINGS,
         cache,
-        source: new DynamoDbEntitySource(
-          dynamo,
-          `tenang-${stage}-orders`,
-          REFERENCE_TABLE_KEYS.orders.partitionKey,
-        ),
+        source: new DynamoDbEntitySource(dynamo, [
+          { entity: ORDER_ENTITY, tableName: `tenang-${stage}-orders` },
+        ]),
         logger: new Logger({ serviceName: 'cache-admin', logLevel: 'SILENT' }),
       }),
     ]),
@@ -358,6 +358,41 @@ describe('CLI: tenang cache invalidate --key / --entity (C3, C6)', () => {
     });
     expect(await cache.get(key)).toEqual({ kind: 'tombstone', version: 1 });
     expect(invocationsOf(STAGE, from)).toEqual([]);
+  });
+
+  it("when the item's declared version attribute is not an integer ≥ 0, --entity warns it cannot be read and fences above every version", async () => {
+    // Prepare: an order whose version was edited by hand into text.
+    const id = uniqueName('ord');
+    const key = orderCacheKey(KEYSPACE, id);
+    await dynamo.send(
+      new PutItemCommand({
+        TableName: `tenang-${STAGE}-orders`,
+        Item: { orderId: { S: id }, version: { S: 'three' } },
+      }),
+    );
+
+    // Act
+    const result = await cliDirect(
+      '--stage',
+      STAGE,
+      'cache',
+      'invalidate',
+      '--entity',
+      `order:${id}`,
+      '--json',
+    );
+
+    // Assess
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({
+      entity: `order:${id}`,
+      sourceVersion: 'unreadable',
+      keys: [{ key, fenceVersion: CEILING_VERSION, result: 'fenced' }],
+    });
+    expect(result.err).toContain(
+      `order ${id} in tenang-${STAGE}-orders has no valid version: version must be an integer ≥ 0, got "three"`,
+    );
+    expect(await cache.get(key)).toEqual({ kind: 'tombstone', version: CEILING_VERSION });
   });
 
   it('when a reader loaded the old version before the change and writes back after --entity, its write-back is refused and reads never see the old version', async () => {

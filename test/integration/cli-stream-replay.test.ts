@@ -21,7 +21,7 @@ import {
 } from '@aws-sdk/client-dynamodb-streams';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { runCaptured, type CapturedRun } from '../../bin/tenang';
-import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { readOrderStates } from '../../examples/reference/local/order-facts';
 import type { StreamEventSource } from '../../lib/local/stream-event-source';

@@ -16,12 +16,12 @@ import type * as IngressModule from '../../examples/reference/functions/ingress'
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { createJobHandler } from '../../lib/adapters/define-job';
 import { DynamoDbDedupStore } from '../../lib/adapters/aws/dynamodb-dedup-store';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, TABLE_KEYS } from '../../lib/config';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
-import { parseReferenceEnvelope } from '../../lib/reference/payloads';
-import { paymentCaptureKey } from '../../lib/reference/payment';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
+import { parseReferenceEnvelope } from '../../examples/reference/domain/payloads';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { dynamoClient, sqsClient, uniqueName } from '../helpers/aws';
 import { httpApiEvent, responseJson } from '../helpers/http-events';

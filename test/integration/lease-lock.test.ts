@@ -10,12 +10,12 @@ import {
   GetItemCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { TABLE_KEYS } from '../../lib/config';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
 import { StaleFencingTokenError } from '../../lib/core/errors';
-import { InsufficientStockError, skuLockResource } from '../../lib/reference/inventory';
+import { InsufficientStockError, skuLockResource } from '../../examples/reference/domain/inventory';
 import { LeaseLock, LeaseLostError, LockHeldError, type LockEvent } from '../../lib/core/lease-lock';
 import { dynamoClient, uniqueName } from '../helpers/aws';
 import { manualClock, sequentialTokens, type ManualClock } from '../helpers/manual-clock';

@@ -13,7 +13,7 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { PutParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
-import { DynamoDbInventoryStore } from '../../lib/reference/dynamodb-inventory-store';
+import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { pauseFlagName } from '../../lib/config';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';

@@ -26,21 +26,21 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { paymentCapture } from '../../examples/reference/jobs/payment-capture';
 import { DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
-import { DynamoDbOrderStore } from '../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../examples/reference/domain/dynamodb-order-store';
 import {
   GUARDED_ITEM_RECORD_ATTR,
   TransactionalDynamoDBPersistenceLayer,
 } from '../../lib/adapters/aws/transactional-persistence';
 import { createJobHandler, jobIdempotencyKeyPrefix } from '../../lib/adapters/define-job';
-import { HttpPaymentProvider } from '../../lib/reference/payment-provider';
+import { HttpPaymentProvider } from '../../examples/reference/domain/payment-provider';
 import { stageConfig } from '../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC, TABLE_KEYS, type ResolvedJobType } from '../../lib/config';
-import { REFERENCE_TABLE_KEYS } from '../../lib/reference/tables';
+import { REFERENCE_TABLE_KEYS } from '../../examples/reference/domain/tables';
 import type { Random } from '../../lib/core/backoff';
 import { makeEnvelope } from '../../lib/core/envelope';
-import { type PaymentCapturePayload, parseReferenceEnvelope } from '../../lib/reference/payloads';
-import type { Order } from '../../lib/core/order';
-import { paymentCaptureKey } from '../../lib/reference/payment';
+import { type PaymentCapturePayload, parseReferenceEnvelope } from '../../examples/reference/domain/payloads';
+import type { Order } from '../../examples/reference/domain/order';
+import { paymentCaptureKey } from '../../examples/reference/domain/payment';
 import { startFakeProvider, type FakeProvider } from '../../lib/local/fake-provider';
 import { pollUntil } from '../../lib/local/poll';
 import { createBaselineCapture } from '../../harness/powertools-baseline';

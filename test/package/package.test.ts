@@ -67,7 +67,7 @@ describe('the tenang package', () => {
 
   it('when packed, it ships the compiled CLI, the typed entry points and the handler sources, and no test', () => {
     expect(files).toContain('dist/bin/tenang.js');
-    for (const entry of ['config', 'infra', 'runtime', 'audit', 'reference']) {
+    for (const entry of ['config', 'infra', 'runtime', 'audit']) {
       expect(files).toContain(`dist/lib/api/${entry}.js`);
       expect(files).toContain(`dist/lib/api/${entry}.d.ts`);
     }
@@ -82,12 +82,19 @@ describe('the tenang package', () => {
           !f.startsWith('lambdas/cache-admin/'),
       ),
     ).toEqual([]);
-    expect(files).toContain('lib/api/reference.ts');
+    // The reference's domain is the example's too (examples/reference/domain): no entry point ships it.
+    expect(files).not.toContain('lib/api/reference.ts');
+    expect(files.filter((f) => f.startsWith('lib/reference/'))).toEqual([]);
     expect(files.filter((f) => f.startsWith('test/') || /\.test\.[jt]s$/.test(f))).toEqual([]);
     expect(files.filter((f) => f.startsWith('bench/'))).toEqual([]);
     // The reference example ships as `tenang init --example reference` copies it, and no other.
     expect(files).toEqual(
-      expect.arrayContaining(['examples/reference/pipeline.ts', 'examples/reference/app.ts']),
+      expect.arrayContaining([
+        'examples/reference/pipeline.ts',
+        'examples/reference/app.ts',
+        'examples/reference/domain/index.ts',
+        'examples/reference/domain/ingress.ts',
+      ]),
     );
     expect(files.filter((f) => f.startsWith('examples/') && !f.startsWith('examples/reference/'))).toEqual(
       [],
@@ -158,8 +165,9 @@ describe('the tenang package', () => {
       process.execPath,
       [
         '-e',
-        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit'), f = require('tenang/reference');" +
-          'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, job: typeof r.defineJob, checks: typeof a.TenangChecks, capture: typeof f.capturePayment }))',
+        "const c = require('tenang/config'), i = require('tenang/infra'), r = require('tenang/runtime'), a = require('tenang/audit');" +
+          "let reference; try { require.resolve('tenang/reference'); reference = 'exported'; } catch (e) { reference = e.code; }" +
+          'console.log(JSON.stringify({ load: typeof c.loadPipelineConfig, app: typeof i.buildApp, runner: typeof r.createSqsJobRunner, job: typeof r.defineJob, checks: typeof a.TenangChecks, reference }))',
       ],
       app,
     );
@@ -173,7 +181,8 @@ describe('the tenang package', () => {
       runner: 'function',
       job: 'function',
       checks: 'function',
-      capture: 'function',
+      // The reference's domain is its example's (examples/reference/domain), not an entry point.
+      reference: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
     });
     expect(fs.existsSync(path.join(app, 'node_modules', '.bin', 'tenang'))).toBe(true);
     // One copy of each peer: the app's, also where tenang and cdk-nag look for it.

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 
 const ROOT = path.join(__dirname, '..', '..');
 /** What the reference rule reports. */
-const REFERENCE = "lib/reference is the reference app's domain";
+const REFERENCE = 'examples/reference is the reference app, its domain included';
 /** The rules that carry the layering. */
 const LAYER_RULES = new Set(['no-restricted-imports', 'no-restricted-syntax']);
 
@@ -91,17 +91,20 @@ const FORBIDDEN: readonly (readonly [string, string, string])[] = [
   ['lib/adapters/aws/x.ts', '../../ops/cli-context', 'lib/adapters sits below'],
   ['lib/adapters/x.ts', '../local/platform', 'lib/adapters sits below'],
   ['lib/core/x.ts', '../adapters/aws/clients', 'lib/core is pure'],
-  // The kit holds no reference domain: lib/reference is the reference app's (examples/reference).
-  ['lib/core/x.ts', '../reference/payloads', REFERENCE],
-  ['lib/config/x.ts', '../reference/tables', REFERENCE],
-  ['lib/adapters/aws/x.ts', '../../reference/dynamodb-order-store', REFERENCE],
-  ['lib/infra/x.ts', '../reference/ingress', REFERENCE],
-  ['lib/audit/x.ts', '../reference/payloads', REFERENCE],
-  ['lib/ops/commands/x.ts', '../../reference/payment', REFERENCE],
-  ['lib/ops/x.ts', '../api/reference', REFERENCE],
-  ['lib/ops/x.ts', 'tenang/reference', REFERENCE],
-  ['lambdas/cache-admin/x.ts', '../../lib/reference/order-stream', REFERENCE],
-  ['lib/drills/x.ts', '../reference/inventory', REFERENCE],
+  // The kit holds no reference domain: it is the reference app's (examples/reference/domain).
+  ['lib/core/x.ts', '../../examples/reference/domain/payloads', REFERENCE],
+  ['lib/config/x.ts', '../../examples/reference/domain/tables', REFERENCE],
+  ['lib/adapters/aws/x.ts', '../../../examples/reference/domain/dynamodb-order-store', REFERENCE],
+  ['lib/infra/x.ts', '../../examples/reference/domain/ingress', REFERENCE],
+  ['lib/audit/x.ts', '../../examples/reference/domain', REFERENCE],
+  ['lib/ops/commands/x.ts', '../../../examples/reference/domain/payment', REFERENCE],
+  ['lib/ops/x.ts', '../../examples/reference/pipeline', REFERENCE],
+  ['lambdas/cache-admin/x.ts', '../../examples/reference/domain/order-stream', REFERENCE],
+  ['lib/local/x.ts', '../../examples/reference/domain/payloads', REFERENCE],
+  ['lib/drills/x.ts', '../../examples/reference/domain/inventory', REFERENCE],
+  ['lib/local/x.ts', '../../examples/reference/local/order-facts', REFERENCE],
+  // The domain is an app's code: tenang's entry points only, never its sources.
+  ['examples/reference/domain/x.ts', '../../../lib/core/envelope', 'not its sources'],
 ];
 
 /** [file, import]: legal, nothing may be reported. */
@@ -119,10 +122,8 @@ const ALLOWED: readonly (readonly [string, string])[] = [
   ['lib/adapters/aws/x.ts', '../../core/errors'],
   ['bench/x.ts', '../lib/local/names'],
   ['test/unit/x.test.ts', '../helpers/aws'],
-  // lib/local still plays the reference flow; lib/api/reference.ts exports it.
-  ['lib/local/x.ts', '../reference/payloads'],
-  ['lib/api/x.ts', '../reference/payment'],
-  ['lib/reference/x.ts', '../core/envelope'],
+  ['examples/reference/domain/x.ts', 'tenang/zod'],
+  ['examples/reference/functions/x.ts', '../domain'],
 ];
 
 /** Package imports restricted by the bundle-size rule and lib/core's: [file, package, report]. */

@@ -5,7 +5,7 @@
  * one charge per payment, whatever the number of copies.
  */
 import { jobTarget, queueDepth, sendMessage, type Drill } from 'tenang/local';
-import { paymentCaptureKey } from 'tenang/reference';
+import { paymentCaptureKey } from '../domain';
 import { makeEnvelope } from 'tenang/runtime';
 import { createOrder, ledgerEntriesFor, orderStates, seedSku } from './support';
 

@@ -7,7 +7,7 @@
  * state and the provider fakes' ledgers.
  */
 import { makeEnvelope } from 'tenang/runtime';
-import { notificationKey, paymentCaptureKey } from 'tenang/reference';
+import { notificationKey, paymentCaptureKey } from '../domain';
 import {
   jobTarget,
   queueDepth,

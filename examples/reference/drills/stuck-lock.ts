@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Drill, DrillContext } from 'tenang/local';
-import { DynamoDbInventoryStore, skuLockResource } from 'tenang/reference';
+import { DynamoDbInventoryStore, skuLockResource } from '../domain';
 import { DynamoDbLockStore } from 'tenang/runtime';
 import { DRILL_STOCK, placePaidOrders, seedSku, tables } from './support';
 

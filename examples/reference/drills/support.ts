@@ -3,7 +3,7 @@
  * facts its drills check (order state, stock, provider ledgers), over tenang's drill helpers
  * (tenang/local).
  */
-import { DynamoDbInventoryStore, DynamoDbOrderStore } from 'tenang/reference';
+import { DynamoDbInventoryStore, DynamoDbOrderStore } from '../domain';
 import { functionEnv, queueDepth, type DrillCheck, type DrillContext } from 'tenang/local';
 
 /** The deployed orders and inventory tables. */

@@ -1,6 +1,7 @@
 /**
  * cache-invalidator (C2, C3, C5, X7): on every change of an order in the orders table's stream,
- * fences every cache key the change affects (keysForOrderChange) with a tombstone at the new
+ * fences every cache key the change affects (keysForEntityChange, by the order's declared key and
+ * version attributes) with a tombstone at the new
  * version, so no reader can put an older value back. A cache that does not answer is retried
  * inside the invocation with full-jitter backoff while time remains (a Redis blip is ridden out
  * there: the stream's own retries are immediate, and ten of them last about a second when Redis
@@ -9,7 +10,7 @@
  * of an entity this function does not know is logged and skipped, never retried forever.
  */
 import { StageSchema } from 'tenang/config';
-import { keysForOrderChange, readOrderChange, type OrderKeyFields } from 'tenang/reference';
+import { ORDER_ENTITY, readOrderChange } from '../domain';
 import {
   BatchProcessor,
   CACHE_ENV_SHAPE,
@@ -21,6 +22,8 @@ import {
   crashHookFrom,
   EventType,
   invalidateKeys,
+  InvalidEntityImageError,
+  keysForEntityChange,
   noCrash,
   observability,
   parseFunctionEnv,
@@ -31,6 +34,7 @@ import {
   stageConfig,
   type CacheKeyspace,
   type CachePolicySettings,
+  type KeyInvalidation,
   type Context,
   type CrashHook,
   type DynamoDBBatchResponse,
@@ -90,18 +94,6 @@ export interface RideOutPolicy {
 /** Up to ~8 s of a 10 s invocation spent riding out a Redis blip, backoff 100 ms doubling to 2 s. */
 export const RIDE_OUT: RideOutPolicy = { baseMs: 100, capMs: 2_000, reserveMs: 2_000 };
 
-/** The fields of an image the keys depend on; an image without them is not a readable order. */
-const OrderKeyFieldsSchema = z.object({
-  orderId: z.string().check(z.minLength(1)),
-  version: z.int().check(z.nonnegative()),
-});
-
-function keyFields(image: Record<string, unknown> | undefined): OrderKeyFields | undefined | 'invalid' {
-  if (image === undefined) return undefined;
-  const parsed = OrderKeyFieldsSchema.safeParse(image);
-  return parsed.success ? parsed.data : 'invalid';
-}
-
 /** A cache invalidator handler. */
 export function createHandler(
   deps: CacheInvalidatorDeps,
@@ -145,16 +137,18 @@ export function createHandler(
     const logger = deps.logger.createChild({
       persistentKeys: { orderId: change.orderId, correlationId: change.orderId, sequenceNumber },
     });
-    const oldFields = keyFields(change.oldImage);
-    const newFields = keyFields(change.newImage);
-    if (oldFields === 'invalid' || newFields === 'invalid') {
+    let invalidations: KeyInvalidation[];
+    try {
+      invalidations = keysForEntityChange(deps.keyspace, ORDER_ENTITY, change.oldImage, change.newImage);
+    } catch (error) {
+      if (!(error instanceof InvalidEntityImageError)) throw error;
       // A retry cannot repair the image; the reader refuses such an item too (CorruptOrderError).
       logger.error('order image without a valid orderId and version; skipped', {
         eventName: change.eventName,
+        problems: error.problems,
       });
       return;
     }
-    const invalidations = keysForOrderChange(deps.keyspace, oldFields, newFields);
     crash('before-invalidation');
     try {
       const results = await withinInvocation(

@@ -24,7 +24,7 @@ import {
   type DedupStore,
   type Order,
   type OrderStore,
-} from 'tenang/reference';
+} from '../domain';
 import {
   admit,
   classifyError,

@@ -6,13 +6,7 @@
 import { setTimeout as sleepMs } from 'node:timers/promises';
 
 import { StageSchema } from 'tenang/config';
-import {
-  DynamoDbOrderStore,
-  orderCacheKey,
-  OrderSchema,
-  type Order,
-  type OrderStore,
-} from 'tenang/reference';
+import { DynamoDbOrderStore, orderCacheKey, OrderSchema, type Order, type OrderStore } from '../domain';
 import {
   CACHE_ENV_SHAPE,
   CacheAside,

@@ -24,7 +24,7 @@ import {
   type FollowUpOutcome,
   type JobTypeName,
   type OrderState,
-} from 'tenang/reference';
+} from '../domain';
 import {
   BatchProcessor,
   ClaimInFlightError,

@@ -10,7 +10,7 @@ import {
   InventoryReservePayload,
   reserveStock,
   type InventoryStore,
-} from 'tenang/reference';
+} from '../domain';
 import {
   defineJob,
   DynamoDbLockStore,

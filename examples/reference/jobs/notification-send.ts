@@ -12,7 +12,7 @@ import {
   sendNotification,
   type DedupStore,
   type MessagingProvider,
-} from 'tenang/reference';
+} from '../domain';
 import { CircuitBreaker, defineJob, jobHandler, perInstanceRate, TokenBucket } from 'tenang/runtime';
 
 /**

@@ -5,7 +5,7 @@
  * transition commits with the record's completion in another. Two single-item writes per capture
  * (2 write units for an order under 1 KB), one per duplicate, and no transaction.
  */
-import type { PaymentCapturePayload, PaymentProvider, StagedTransition } from 'tenang/reference';
+import type { PaymentCapturePayload, PaymentProvider, StagedTransition } from '../domain';
 import {
   captureGuard,
   capturePayment,
@@ -14,7 +14,7 @@ import {
   OrderAlreadyPaidError,
   PaymentCapturePayload as Payload,
   paymentCaptureKey,
-} from 'tenang/reference';
+} from '../domain';
 import {
   defineJob,
   GUARDED_ITEM_RECORD_ATTR,

@@ -6,7 +6,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { readItemStates, readStreamRecords } from 'tenang/local';
-import { DynamoDbInventoryStore, REFERENCE_TABLE_KEYS } from 'tenang/reference';
+import { DynamoDbInventoryStore, REFERENCE_TABLE_KEYS } from '../domain';
 import type { StockFact, StreamRecordFact } from './order-invariants';
 
 /** Each order's state (strongly consistent); orders not found are absent. */

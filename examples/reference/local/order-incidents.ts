@@ -18,7 +18,7 @@ import {
   type LedgerEntry,
   type LocalPlatform,
 } from 'tenang/local';
-import { followUpKey, notificationKey, paymentCaptureKey } from 'tenang/reference';
+import { followUpKey, notificationKey, paymentCaptureKey } from '../domain';
 import { makeEnvelope } from 'tenang/runtime';
 import type { InvariantFacts } from './order-invariants';
 import type { TrafficGenerator } from './traffic';

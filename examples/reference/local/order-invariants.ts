@@ -6,7 +6,7 @@
  * the facts come in, verdicts go out. The kit's invariants that hold for any app follow them in
  * the report (tenang/local checkJobInvariants).
  */
-import { notificationKey, paymentCaptureKey } from 'tenang/reference';
+import { notificationKey, paymentCaptureKey } from '../domain';
 import { verdict, type InvariantResult, type JobInvariantFacts } from 'tenang/local';
 import type { AcceptedPayment } from './traffic';
 
@@ -71,7 +71,7 @@ export interface InvariantFacts extends JobInvariantFacts, OrderFlowFacts {}
 /** Order states that mean the payment was captured (PAID or only reachable after it). */
 export const PAID_STATES: readonly string[] = ['PAID', 'RESERVED'];
 
-/** The notification template the outbox sends when an order is paid (the outbox's follow-ups, tenang/reference). */
+/** The notification template the outbox sends when an order is paid (the outbox's follow-ups, domain/order-follow-ups.ts). */
 const PAID_TEMPLATE = 'order-paid';
 
 function countBy<T>(items: readonly T[], key: (item: T) => string): Map<string, number> {

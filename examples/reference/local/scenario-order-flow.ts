@@ -32,7 +32,7 @@ import {
   type ScenarioFlowRun,
   type ScenarioJobType,
 } from 'tenang/local';
-import { DynamoDbInventoryStore } from 'tenang/reference';
+import { DynamoDbInventoryStore } from '../domain';
 import { readOrderStates, readOrderStream, readStock } from './order-facts';
 import {
   ORDER_FLOW_FUNCTIONS,

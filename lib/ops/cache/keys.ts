@@ -3,12 +3,15 @@
  * what to use instead. Every other key rule lives in lib/core/cache-admin-keys.ts, which the
  * cache-admin function runs too; the function is only ever asked about entities.
  */
-import { CACHED_ENTITIES, cacheKeyspace } from '../../core/cache-keys';
+import { cacheKeyspace, type CachedEntity } from '../../core/cache-keys';
 import { cacheKeyOf, entityOfKey, stageNamespace, type EntityRef } from '../../core/cache-admin-keys';
 import { UsageError } from '../cli-context';
 
-/** The entity of `--key` on `stage`; a key that is not one is a usage error saying what to use. */
-export function entityOfStageKey(stage: string, key: string): EntityRef {
+/**
+ * The entity of `--key` on `stage`, among the declared `entities`; a key that is not one is a
+ * usage error saying what to use.
+ */
+export function entityOfStageKey(stage: string, key: string, entities: readonly CachedEntity[]): EntityRef {
   const namespace = stageNamespace(stage);
   const keyspace = cacheKeyspace(stage);
   if (!key.startsWith(namespace)) {
@@ -20,9 +23,12 @@ export function entityOfStageKey(stage: string, key: string): EntityRef {
         `evict old namespaces with --prefix ${namespace}<version>:`,
     );
   }
-  const ref = entityOfKey(keyspace, key);
+  const ref = entityOfKey(keyspace, key, entities);
   if (ref === undefined) {
-    const examples = CACHED_ENTITIES.map((e) => cacheKeyOf(keyspace, { entity: e, id: '<id>' })).join(', ');
+    const examples =
+      entities.length === 0
+        ? 'none is declared in stage.cache.entities'
+        : entities.map((e) => cacheKeyOf(keyspace, { entity: e.name, id: '<id>' })).join(', ');
     throw new UsageError(
       `--key ${key} is not the key of a cached entity (${examples}); load locks expire by ` +
         'themselves; use --prefix for anything else',

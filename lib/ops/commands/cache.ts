@@ -21,6 +21,7 @@ import {
   CEILING_VERSION,
   EntityRefSchema,
   formatEntityRef,
+  parseEntityRef,
   prefixProblem,
   type EntityRef,
 } from '../../core/cache-admin-keys';
@@ -200,6 +201,13 @@ async function execute(
   return answer;
 }
 
+/** `ref` when the declaration caches its entity; a usage error naming the declared ones otherwise. */
+function declaredEntity(entities: Parameters<typeof parseEntityRef>[0], ref: EntityRef): EntityRef {
+  const checked = parseEntityRef(entities, formatEntityRef(ref));
+  if (typeof checked === 'string') throw new UsageError(`--entity: ${checked}`);
+  return checked;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output
 
@@ -261,7 +269,7 @@ function printFlush(ctx: CliContext, r: FlushResult, json: boolean): void {
   const kept = r.hotKeys.filter((h) => h.version !== undefined).length;
   ctx.out(
     `${r.dryRun ? '[dry run] would warm' : 'warmed'} ${kept} of ${r.hotKeys.length} hot key(s)` +
-      (r.table === undefined ? '' : ` from ${r.table}`),
+      (r.tables.length === 0 ? '' : ` from ${r.tables.join(', ')}`),
   );
   for (const h of r.hotKeys) {
     ctx.out(`  ${h.entity} ${h.key}: ${h.result}${h.version === undefined ? '' : ` v${h.version}`}`);
@@ -279,7 +287,9 @@ function printFlush(ctx: CliContext, r: FlushResult, json: boolean): void {
 function guardFlush(ctx: CliContext, opts: z.infer<typeof CacheFlushOptionsSchema>): void {
   if (opts.yesIKnow !== true && opts.dryRun !== true) {
     throw new UsageError(
-      `${flushWarning(ctx.stage)}.\nPrefer invalidating what is stale: tenang cache invalidate --entity order:<id>, ` +
+      `${flushWarning(ctx.stage)}.\nPrefer invalidating what is stale: tenang cache invalidate --entity ${
+        ctx.config.stage.cache.entities.map((e) => e.name).join('|') || '<entity>'
+      }:<id>, ` +
         `or --prefix ${cacheKeyspace(ctx.stage).prefix}<…>. To flush anyway, pass --yes-i-know ` +
         '(the hot keys of the config are warmed first; try --dry-run to see the counts).',
     );
@@ -294,14 +304,14 @@ function guardFlush(ctx: CliContext, opts: z.infer<typeof CacheFlushOptionsSchem
 export const register: RegisterCommand = (program: Command, context: () => CliContext): void => {
   const cache = program
     .command('cache')
-    .description("Invalidate the stage's order cache selectively, or flush it (guarded)")
+    .description("Invalidate the stage's cache selectively, or flush it (guarded)")
     .addHelpText('after', () => `\n${connectionHelp()}`);
 
   cache
     .command('invalidate')
     .description('Invalidate one key, one entity, a prefix, or explain a schema version bump')
     .option('--key <key>', 'one cache key, e.g. tenang:prod:v1:order:{123}')
-    .option('--entity <entity:id>', 'every key of one entity, e.g. order:123')
+    .option('--entity <entity:id>', 'every key of one entity of stage.cache.entities, e.g. order:123')
     .option('--prefix <prefix>', "every cached value under a prefix inside the stage's keyspace")
     .option('--bump-version', 'print how to move the stage to a new key namespace (writes nothing)')
     .option('--batch <n>', 'keys per SCAN batch (--prefix)', '500')
@@ -353,8 +363,11 @@ Examples:
         if (answer.operation === 'invalidate-prefix') printPrefixInvalidation(ctx, answer.result, opts.json);
         return;
       }
+      const { entities } = ctx.config.stage.cache;
       const ref: EntityRef =
-        selector.kind === 'key' ? entityOfStageKey(ctx.stage, selector.key) : selector.ref;
+        selector.kind === 'key'
+          ? entityOfStageKey(ctx.stage, selector.key, entities)
+          : declaredEntity(entities, selector.ref);
       const answer = await execute(ctx, opts, {
         operation: 'invalidate-entity',
         entity: formatEntityRef(ref),
@@ -377,8 +390,8 @@ Examples:
       'after',
       () => `
 A full flush sends every read to DynamoDB at once. Prefer \`cache invalidate --entity\` or
-\`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: order:<id> or
-full keys) are first loaded from their table and written with the version-checked write,
+\`--prefix\`. With --yes-i-know the hot keys of the config (stage.cache.hotKeys: <entity>:<id>
+of an entity of stage.cache.entities, or full keys) are first loaded from their table and written with the version-checked write,
 then every cached value under tenang:<stage>: (all schema versions) is evicted with SCAN, except
 the warmed hot keys. Tombstones and locks stay; FLUSHALL/FLUSHDB are never used, since one Redis
 may serve several stages. --dry-run needs no --yes-i-know and writes nothing.

@@ -96,7 +96,12 @@ export async function replayStreamFailures(
   const trail = auditTrail<StreamReplayAuditRecord>(ctx, opts);
   const outcomes = await executeStreamReplay(ctx.clients, plan, {
     stage: ctx.stage,
-    stream,
+    stream: {
+      ...stream,
+      cachedEntities: ctx.config.stage.cache.entities
+        .filter((e) => e.table === stream.table)
+        .map((e) => e.name),
+    },
     functionName,
     dlqUrl,
     dryRun,

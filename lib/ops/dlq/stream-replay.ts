@@ -34,7 +34,7 @@ import { ThrottledReads } from '../../adapters/aws/stream-read-throttles';
 import * as z from '../../config/zod';
 import type { RetryPolicy, StreamConsumer } from '../../config/schema';
 import { fullJitterDelaySeconds, type Random } from '../../core/backoff';
-import { CACHED_ENTITIES, cacheKeyspace, entityPrefix } from '../../core/cache-keys';
+import { cacheKeyspace, entityPrefix } from '../../core/cache-keys';
 import { releaseDeadLetters, type ReceivedDeadLetter } from './messages';
 
 /** How long DynamoDB Streams keeps a record. */
@@ -368,8 +368,14 @@ export async function invokeBatch(
   return { ok: true };
 }
 
-/** What the replay knows of the consumer: its declaration's name, table and resources. */
-export type StreamConsumerFacts = Pick<StreamConsumer, 'consumer' | 'table' | 'resources'>;
+/**
+ * What the replay knows of the consumer: its declaration's name, table and resources, and the
+ * cached entities (stage.cache.entities) whose source of truth its table is.
+ */
+export type StreamConsumerFacts = Pick<StreamConsumer, 'consumer' | 'table' | 'resources'> & {
+  /** The names of the cached entities of its table. @default none */
+  readonly cachedEntities?: readonly string[];
+};
 
 /**
  * What to do when a batch can no longer be read from the stream, from what the consumer declares
@@ -394,15 +400,19 @@ export function missingRecordsAdvice(
   const advice: string[] = [];
   if (stream.resources.cache) {
     const keyspace = cacheKeyspace(stage);
-    // With one cached entity, its ids are the keys read (the source table's partition key).
-    const [only] = CACHED_ENTITIES.length === 1 ? CACHED_ENTITIES : [];
+    const entities = stream.cachedEntities ?? [];
+    // With one cached entity of the table, its ids are the keys read (the table's partition key).
+    const [only] = entities.length === 1 ? entities : [];
     const each =
       keys.length > 0 && only !== undefined
         ? `tenang --stage ${stage} cache invalidate --entity ${only}:<key> for each, or `
         : '';
-    const prefixes = CACHED_ENTITIES.map(
-      (e) => `tenang --stage ${stage} cache invalidate --prefix '${entityPrefix(keyspace, e)}'`,
-    ).join(', then ');
+    const prefixes =
+      entities.length === 0
+        ? `no cached entity of ${stream.table} is declared (stage.cache.entities): invalidate what it caches with tenang --stage ${stage} cache invalidate --prefix '${keyspace.prefix}<entity>:'`
+        : entities
+            .map((e) => `tenang --stage ${stage} cache invalidate --prefix '${entityPrefix(keyspace, e)}'`)
+            .join(', then ');
     advice.push(
       `cached entities of ${stream.table} changed in ${where}${known} may be stale: ${each}${prefixes}`,
     );

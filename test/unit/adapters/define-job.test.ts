@@ -13,7 +13,7 @@ import {
   TransitionAlreadyDoneError,
   ValidationError,
 } from '../../../lib/core/errors';
-import { OrderAlreadyPaidError } from '../../../lib/reference/payment';
+import { OrderAlreadyPaidError } from '../../../examples/reference/domain/payment';
 
 describe('Function: toDomainError', () => {
   it.each([

@@ -26,7 +26,7 @@ import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC, backoffCeilingSeconds, type ResolvedJobType } from '../../../lib/config';
 import { SQS_MAX_VISIBILITY_SECONDS, permissionHoldSeconds } from '../../../lib/core/backoff';
 import { makeEnvelope, type JobEnvelope } from '../../../lib/core/envelope';
-import { PAYLOADS, type JobTypeName, type PayloadOf } from '../../../lib/reference/payloads';
+import { PAYLOADS, type JobTypeName, type PayloadOf } from '../../../examples/reference/domain/payloads';
 
 const REGION = 'eu-west-1';
 const ACCOUNT = '123456789012';

@@ -1,5 +1,6 @@
 import {
-  cacheSourceTable,
+  cachedEntitySources,
+  cachedEntityTables,
   IDEMPOTENCY_TABLE,
   PipelineConfigError,
   loadPipelineConfig,
@@ -202,47 +203,91 @@ describe('Function: queueUrlVariable', () => {
   });
 });
 
-describe('Function: cacheSourceTable', () => {
+describe('Function: cachedEntitySources', () => {
   const invoices = { name: 'invoices', partitionKey: 'invoiceId', stream: 'NEW_AND_OLD_IMAGES' } as const;
-  const ledger = { name: 'ledger', partitionKey: 'entryId', stream: 'NEW_IMAGE' } as const;
+  const ledger = { name: 'ledger', partitionKey: 'entryId', sortKey: 'line' } as const;
+  const withEntities = (
+    entities: readonly Record<string, string>[],
+    tables = [ledger, invoices],
+  ): PipelineInput => {
+    const input = pipelineInput({ tables, streamConsumers: [streamConsumerInput({ table: 'invoices' })] });
+    return {
+      ...input,
+      stage: { ...input.stage, cache: { ...input.stage.cache, entities } },
+    } as PipelineInput;
+  };
+  const INVOICE = { name: 'invoice', table: 'invoices', key: 'invoiceId', version: 'rev' };
 
-  it('when a stream consumer uses the cache, the table whose stream it reads is the cached entities’ source', () => {
-    // Prepare: another consumer reads another table without the cache.
-    const config = loadPipelineConfig(
-      pipelineInput({
-        tables: [ledger, invoices],
-        streamConsumers: [
-          streamConsumerInput({ consumer: 'ledger-relay', table: 'ledger', runbook: 'ledger-relay' }),
-          streamConsumerInput({
-            consumer: 'invoice-cache-sync',
-            table: 'invoices',
-            resources: { cache: true },
-          }),
-        ],
-      }),
-    );
-
+  it('when the stage declares a cached entity, it is resolved with its table', () => {
     // Act
-    const source = cacheSourceTable(config);
+    const config = loadPipelineConfig(withEntities([INVOICE]));
 
     // Assess
-    expect(source).toMatchObject({
-      name: 'invoices',
-      partitionKey: 'invoiceId',
-      tableName: 'tenang-test-invoices',
-    });
+    expect(cachedEntitySources(config)).toEqual([
+      {
+        entity: INVOICE,
+        table: expect.objectContaining({ name: 'invoices', tableName: 'tenang-test-invoices' }),
+      },
+    ]);
+    expect(cachedEntityTables(config).map((t) => t.name)).toEqual(['invoices']);
   });
 
-  it('when no stream consumer uses the cache, there is no source', () => {
-    // Prepare
-    const config = loadPipelineConfig(
-      pipelineInput({ tables: [invoices], streamConsumers: [streamConsumerInput({ table: 'invoices' })] }),
-    );
-
+  it('when the stage declares no cached entity, there is none (the default)', () => {
     // Act
-    const source = cacheSourceTable(config);
+    const config = loadPipelineConfig(withEntities([]));
 
     // Assess
-    expect(source).toBeUndefined();
+    expect(config.stage.cache.entities).toEqual([]);
+    expect(cachedEntitySources(config)).toEqual([]);
+  });
+
+  it.each([
+    [
+      'a table not declared',
+      { ...INVOICE, table: 'receipts' },
+      'stage.cache.entities[0].table: "receipts" is not a declared table (declared: ledger, invoices)',
+    ],
+    [
+      "tenang's idempotency table",
+      { ...INVOICE, table: IDEMPOTENCY_TABLE.name },
+      `stage.cache.entities[0].table: "${IDEMPOTENCY_TABLE.name}" is not a declared table`,
+    ],
+    [
+      'a key that is not the partition key',
+      { ...INVOICE, key: 'number' },
+      'stage.cache.entities[0].key: "number" is not the partition key of the table "invoices" ("invoiceId")',
+    ],
+    [
+      'a table with a sort key',
+      { ...INVOICE, table: 'ledger', key: 'entryId' },
+      'stage.cache.entities[0].table: the table "ledger" has a sort key ("line")',
+    ],
+    [
+      'the key as its version',
+      { ...INVOICE, version: 'invoiceId' },
+      'stage.cache.entities[0].version: must not be the key attribute "invoiceId"',
+    ],
+    [
+      'a name that is not kebab-case',
+      { ...INVOICE, name: 'Invoice:x' },
+      'stage.cache.entities.0.name: must be kebab-case',
+    ],
+    [
+      'no version attribute',
+      { name: 'invoice', table: 'invoices', key: 'invoiceId' },
+      'stage.cache.entities.0.version:',
+    ],
+  ])('when an entity names %s, the declaration is refused saying so', (_, entity, problem) => {
+    // Act
+    const problems = problemsOf(withEntities([entity]));
+
+    // Assess
+    expect(problems).toEqual([expect.stringContaining(problem)]);
+  });
+
+  it('when an entity is declared twice, the declaration is refused naming it', () => {
+    expect(problemsOf(withEntities([INVOICE, INVOICE]))).toEqual([
+      'stage.cache.entities: entity "invoice" is declared more than once',
+    ]);
   });
 });

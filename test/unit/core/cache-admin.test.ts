@@ -11,14 +11,22 @@ import {
   type EntitySource,
   type SourceState,
 } from '../../../lib/core/cache-admin';
-import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
+import { cacheKeyspace, entityCacheKey } from '../../../lib/core/cache-keys';
 import { CacheUnavailableError } from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
 import type { EvictingCache, PrefixEviction, PrefixEvictionOptions } from '../../../lib/core/ports';
 
 const STAGE = 'unit';
 const KEYSPACE = cacheKeyspace(STAGE);
-const SETTINGS = { ttlSeconds: 60, ttlJitterRatio: 0, loadLockMs: 100, hotKeys: ['order:hot'] };
+const ORDER = { name: 'order', table: 'orders', key: 'orderId', version: 'version' };
+const SETTINGS = {
+  ttlSeconds: 60,
+  ttlJitterRatio: 0,
+  loadLockMs: 100,
+  hotKeys: ['order:hot'],
+  entities: [ORDER],
+};
+const orderCacheKey = (keyspace: typeof KEYSPACE, id: string): string =>
+  entityCacheKey(keyspace, 'order', id);
 const BY = { actor: 'alice' };
 
 /** The in-memory cache with a recorded prefix eviction (SCAN is Redis's; its test is redis-cache-eviction). */
@@ -32,24 +40,14 @@ class FakeCache extends InMemoryVersionedCache implements EvictingCache {
   }
 }
 
-function order(orderId: string, version: number): Order {
-  const at = '2026-01-01T00:00:00.000Z';
-  return {
-    orderId,
-    state: 'PAID',
-    version,
-    customerEmail: 'b@example.com',
-    lines: [{ sku: 's', quantity: 1 }],
-    amountMinor: 100,
-    currency: 'EUR',
-    createdAt: at,
-    updatedAt: at,
-  };
+/** A stored item at `version`, as the source reads it. */
+function present(orderId: string, version: number): SourceState {
+  return { kind: 'present', version, item: { orderId, version, state: 'PAID' } };
 }
 
 function depsWith(cache: FakeCache, orders: Record<string, SourceState>): Omit<CacheAdminDeps, 'warn'> {
   const source: EntitySource = {
-    table: 'tenang-unit-orders',
+    tableOf: () => 'tenang-unit-orders',
     read: (ref) => Promise.resolve(orders[ref.id] ?? { kind: 'absent' }),
   };
   return { stage: STAGE, settings: SETTINGS, cache, source: () => Promise.resolve(source), random: () => 0 };
@@ -59,7 +57,7 @@ describe('Function: runCacheAdminRequest', () => {
   it('when an entity is invalidated, it fences its key at the version the source has', async () => {
     // Prepare
     const cache = new FakeCache();
-    const deps = depsWith(cache, { o1: { kind: 'present', order: order('o1', 3) } });
+    const deps = depsWith(cache, { o1: present('o1', 3) });
 
     // Act
     const answer = await runCacheAdminRequest(deps, {
@@ -102,7 +100,7 @@ describe('Function: runCacheAdminRequest', () => {
   it('when a flush is confirmed, it warms the hot keys and evicts the stage keeping them', async () => {
     // Prepare
     const cache = new FakeCache();
-    const deps = depsWith(cache, { hot: { kind: 'present', order: order('hot', 5) } });
+    const deps = depsWith(cache, { hot: present('hot', 5) });
 
     // Act
     const answer = await runCacheAdminRequest(deps, {
@@ -194,5 +192,26 @@ describe('Function: runCacheAdminRequest', () => {
 
     // Assess
     await expect(running).rejects.toThrow(CacheUnavailableError);
+  });
+
+  it('when the entity is not declared, it is refused naming the declared ones, and nothing is read', async () => {
+    // Prepare
+    const cache = new FakeCache();
+    const deps = { ...depsWith(cache, {}), settings: { ...SETTINGS, entities: [] } };
+
+    // Act
+    const answer = await runCacheAdminRequest(deps, {
+      operation: 'invalidate-entity',
+      entity: 'order:o1',
+      dryRun: false,
+      requestedBy: BY,
+    });
+
+    // Assess
+    expect(answer).toEqual({
+      status: 'refused',
+      message: expect.stringContaining('unknown entity "order"; none is declared (stage.cache.entities)'),
+    });
+    expect(cache.calls.fence).toBe(0);
   });
 });

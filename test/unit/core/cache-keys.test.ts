@@ -1,15 +1,25 @@
 import {
   cacheKeyspace,
   CACHE_SCHEMA_VERSION,
+  entityCacheKey,
   entityPrefix,
-  keysForOrderChange,
+  InvalidEntityImageError,
+  keysForEntityChange,
   loadLockKey,
-  orderCacheKey,
+  type CachedEntity,
 } from '../../../lib/core/cache-keys';
 
 const KS = cacheKeyspace('dev');
+/** An entity as a declaration names it (the reference app's order). */
+const ORDER: CachedEntity = { name: 'order', table: 'orders', key: 'orderId', version: 'version' };
+const orderCacheKey = (keyspace: typeof KS, id: string): string => entityCacheKey(keyspace, ORDER.name, id);
+const keysForOrderChange = (
+  keyspace: typeof KS,
+  oldImage: Record<string, unknown> | undefined,
+  newImage: Record<string, unknown> | undefined,
+) => keysForEntityChange(keyspace, ORDER, oldImage, newImage);
 
-describe('Function: orderCacheKey', () => {
+describe('Function: entityCacheKey', () => {
   it('when built, it sits under the stage, the schema version and the order prefix, with the id as a hash tag', () => {
     // Act
     const key = orderCacheKey(KS, 'ord-1');
@@ -30,7 +40,7 @@ describe('Function: orderCacheKey', () => {
   });
 });
 
-describe('Function: keysForOrderChange', () => {
+describe('Function: keysForEntityChange', () => {
   it('when an order is inserted, its key is fenced at the new version', () => {
     // Act
     const keys = keysForOrderChange(KS, undefined, { orderId: 'o-1', version: 0 });
@@ -72,5 +82,31 @@ describe('Function: keysForOrderChange', () => {
       { key: orderCacheKey(KS, 'o-2'), version: 0 },
       { key: orderCacheKey(KS, 'o-1'), version: 3 },
     ]);
+  });
+
+  it('when the declared attributes differ, it reads the id and version from them', () => {
+    // Prepare
+    const invoice: CachedEntity = { name: 'invoice', table: 'invoices', key: 'invoiceNo', version: 'rev' };
+
+    // Act
+    const keys = keysForEntityChange(KS, invoice, { invoiceNo: 'i-1', rev: 1 }, { invoiceNo: 'i-1', rev: 2 });
+
+    // Assess
+    expect(keys).toEqual([{ key: `tenang:dev:${CACHE_SCHEMA_VERSION}:invoice:{i-1}`, version: 2 }]);
+  });
+
+  it.each([
+    ['no id', { version: 1 }, 'orderId: must be a non-empty string, got nothing'],
+    ['an empty id', { orderId: '', version: 1 }, 'orderId: must be a non-empty string, got ""'],
+    ['a negative version', { orderId: 'o-1', version: -1 }, 'version: must be an integer ≥ 0, got -1'],
+    ['a fractional version', { orderId: 'o-1', version: 1.5 }, 'version: must be an integer ≥ 0, got 1.5'],
+    ['a version as text', { orderId: 'o-1', version: '2' }, 'version: must be an integer ≥ 0, got "2"'],
+  ])('when an image has %s, it is refused naming the attribute', (_, image, problem) => {
+    // Act
+    const act = (): unknown => keysForOrderChange(KS, undefined, image);
+
+    // Assess
+    expect(act).toThrow(InvalidEntityImageError);
+    expect(act).toThrow(problem);
   });
 });

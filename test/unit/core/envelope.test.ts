@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { ENVELOPE_VERSION, MAX_PAYLOAD_BYTES, makeEnvelope } from '../../../lib/core/envelope';
-import { type JobTypeName, type PayloadOf, parseReferenceEnvelope } from '../../../lib/reference/payloads';
+import {
+  type JobTypeName,
+  type PayloadOf,
+  parseReferenceEnvelope,
+} from '../../../examples/reference/domain/payloads';
 import { ValidationError, classifyError } from '../../../lib/core/errors';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');

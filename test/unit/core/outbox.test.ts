@@ -2,11 +2,11 @@ import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import type { Criticality } from '../../../lib/config/schema';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
 import { type JobEnvelope } from '../../../lib/core/envelope';
-import { type JobTypeName, parseReferenceEnvelope } from '../../../lib/reference/payloads';
+import { type JobTypeName, parseReferenceEnvelope } from '../../../examples/reference/domain/payloads';
 import { ClaimInFlightError, classifyError } from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
+import type { Order } from '../../../examples/reference/domain/order';
 import { relayFollowUps, type OutboxDeps } from '../../../lib/core/outbox';
-import { becamePaid, followUpsForOrderChange } from '../../../lib/reference/order-follow-ups';
+import { becamePaid, followUpsForOrderChange } from '../../../examples/reference/domain/order-follow-ups';
 import { manualClock } from '../../helpers/manual-clock';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');

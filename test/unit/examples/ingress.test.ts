@@ -15,8 +15,8 @@ import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { InMemoryOrderStore } from '../../../harness/fakes/memory-order-store';
 import { jobTypeByName, METRIC, type Criticality, type ResolvedJobType } from '../../../lib/config';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
-import { parseReferenceEnvelope } from '../../../lib/reference/payloads';
-import type { Order } from '../../../lib/core/order';
+import { parseReferenceEnvelope } from '../../../examples/reference/domain/payloads';
+import type { Order } from '../../../examples/reference/domain/order';
 import { httpApiEvent, responseJson } from '../../helpers/http-events';
 import { manualClock } from '../../helpers/manual-clock';
 

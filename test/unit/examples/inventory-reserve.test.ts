@@ -15,7 +15,7 @@ import { InMemoryInventoryStore } from '../../../harness/fakes/memory-inventory-
 import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
-import { skuLockResource } from '../../../lib/reference/inventory';
+import { skuLockResource } from '../../../examples/reference/domain/inventory';
 import { LeaseLock } from '../../../lib/core/lease-lock';
 import { jobRecord, sqsEvent } from '../../helpers/job-records';
 import { manualClock, sequentialTokens, type ManualClock } from '../../helpers/manual-clock';

@@ -5,10 +5,11 @@ import type * as ReaderModule from '../../../examples/reference/functions/order-
 import { InMemoryOrderStore } from '../../../harness/fakes/memory-order-store';
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
 import { METRIC } from '../../../lib/config/metrics';
-import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
+import { cacheKeyspace } from '../../../lib/core/cache-keys';
+import { orderCacheKey } from '../../../examples/reference/domain/order-cache';
 import type { CachePolicySettings } from '../../../lib/core/cache-policy';
 import { TransientError } from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
+import type { Order } from '../../../examples/reference/domain/order';
 
 const ENV = {
   TENANG_STAGE: 'unit',

@@ -14,7 +14,7 @@ import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { METRIC } from '../../../lib/config/metrics';
 import { DEGRADE_DEFER } from '../../../lib/core/deferral';
-import { parseReferenceEnvelope } from '../../../lib/reference/payloads';
+import { parseReferenceEnvelope } from '../../../examples/reference/domain/payloads';
 import { streamRecord } from '../../helpers/dynamodb-stream';
 import { manualClock } from '../../helpers/manual-clock';
 import { lambdaContext } from '../../helpers/sqs-events';

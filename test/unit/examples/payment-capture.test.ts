@@ -19,7 +19,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { paymentCapture } from '../../../examples/reference/jobs/payment-capture';
-import { DynamoDbOrderStore } from '../../../lib/reference/dynamodb-order-store';
+import { DynamoDbOrderStore } from '../../../examples/reference/domain/dynamodb-order-store';
 import { DLQ_ATTRIBUTE } from '../../../lib/adapters/aws/sqs-job-runner';
 import {
   GUARDED_ITEM_RECORD_ATTR,
@@ -29,8 +29,8 @@ import { createJobHandler } from '../../../lib/adapters/define-job';
 import { stageConfig } from '../../../lib/adapters/lambda-env';
 import { jobTypeByName, METRIC } from '../../../lib/config';
 import { makeEnvelope } from '../../../lib/core/envelope';
-import type { Order } from '../../../lib/core/order';
-import { paymentCaptureKey, type PaymentProvider } from '../../../lib/reference/payment';
+import type { Order } from '../../../examples/reference/domain/order';
+import { paymentCaptureKey, type PaymentProvider } from '../../../examples/reference/domain/payment';
 import { jobRecord, sqsEvent } from '../../helpers/job-records';
 import { lambdaContext } from '../../helpers/sqs-events';
 

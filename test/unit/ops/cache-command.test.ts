@@ -11,11 +11,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { run } from '../../../bin/tenang';
-import { cacheKeyspace, orderCacheKey } from '../../../lib/core/cache-keys';
+import { cacheKeyspace, entityCacheKey, type CachedEntity } from '../../../lib/core/cache-keys';
 import { UsageError } from '../../../lib/ops/cli-context';
 import {
   CEILING_VERSION,
   entityOfKey,
+  parseEntityRef,
   hotKeyRef,
   invalidationsFor,
   prefixProblem,
@@ -31,6 +32,12 @@ const cfn = mockClient(CloudFormationClient);
 const dynamodb = mockClient(DynamoDBClient);
 const lambda = mockClient(LambdaClient);
 const KEYSPACE = cacheKeyspace('prod');
+/** The cached entities as a declaration names them (the reference app's order). */
+const ENTITIES: readonly CachedEntity[] = [
+  { name: 'order', table: 'orders', key: 'orderId', version: 'version' },
+];
+const orderCacheKey = (keyspace: typeof KEYSPACE, id: string): string =>
+  entityCacheKey(keyspace, 'order', id);
 
 /** Runs the CLI with its own environment: no Redis variables unless given. */
 async function cli(
@@ -115,9 +122,8 @@ describe('Command: cache', () => {
 
     it.each([
       ['123', 'is not <entity>:<id>'],
-      ['customer:1', 'unknown entity "customer"; cached entities: order'],
-      [`order:${'x'.repeat(129)}`, 'is not a valid order id'],
-      ['order:', 'is not a valid order id'],
+      [`order:${'x'.repeat(1025)}`, 'is not a valid order id: longer than 1024 characters'],
+      ['order:', 'the order id is empty'],
     ])('when --entity is %s, it is a usage error: %s', (entity, message) => {
       expect(() => parseOptions(CacheInvalidateOptionsSchema, { entity })).toThrow(message);
     });
@@ -144,7 +150,7 @@ describe('Command: cache', () => {
 
   describe('Function: entityOfKey', () => {
     it('when the key is an order key of the keyspace, it returns the order', () => {
-      expect(entityOfKey(KEYSPACE, orderCacheKey(KEYSPACE, 'o-1:x'))).toEqual({
+      expect(entityOfKey(KEYSPACE, orderCacheKey(KEYSPACE, 'o-1:x'), ENTITIES)).toEqual({
         entity: 'order',
         id: 'o-1:x',
       });
@@ -156,13 +162,29 @@ describe('Command: cache', () => {
       ['an empty id', orderCacheKey(KEYSPACE, '')],
       ['a foreign key', 'session:abc'],
     ])('when the key is %s, it returns undefined', (_what, key) => {
-      expect(entityOfKey(KEYSPACE, key)).toBeUndefined();
+      expect(entityOfKey(KEYSPACE, key, ENTITIES)).toBeUndefined();
+    });
+  });
+
+  describe('Function: parseEntityRef', () => {
+    it.each([
+      ['customer:1', ENTITIES, 'unknown entity "customer"; cached entities: order'],
+      ['order:1', [], 'unknown entity "order"; none is declared (stage.cache.entities)'],
+    ])('when the reference is %s, it explains why it is not a declared entity', (text, entities, message) => {
+      expect(parseEntityRef(entities, text)).toBe(message);
+    });
+
+    it('when the entity is declared, it is the reference', () => {
+      expect(parseEntityRef(ENTITIES, 'order:a:b')).toEqual({ entity: 'order', id: 'a:b' });
     });
   });
 
   describe('Function: entityOfStageKey', () => {
     it('when the key is an order key of the stage, it returns the order', () => {
-      expect(entityOfStageKey('prod', 'tenang:prod:v1:order:{9}')).toEqual({ entity: 'order', id: '9' });
+      expect(entityOfStageKey('prod', 'tenang:prod:v1:order:{9}', ENTITIES)).toEqual({
+        entity: 'order',
+        id: '9',
+      });
     });
 
     it.each([
@@ -170,8 +192,8 @@ describe('Command: cache', () => {
       ['tenang:prod:v0:order:{9}', 'not under the current schema version'],
       ['tenang:prod:v1:order:{9}:lock', 'not the key of a cached entity'],
     ])('when the key is %s, it is a usage error: %s', (key, message) => {
-      expect(() => entityOfStageKey('prod', key)).toThrow(UsageError);
-      expect(() => entityOfStageKey('prod', key)).toThrow(message);
+      expect(() => entityOfStageKey('prod', key, ENTITIES)).toThrow(UsageError);
+      expect(() => entityOfStageKey('prod', key, ENTITIES)).toThrow(message);
     });
   });
 
@@ -226,13 +248,13 @@ describe('Command: cache', () => {
       ['order:42', { entity: 'order', id: '42' }],
       ['tenang:prod:v1:order:{42}', { entity: 'order', id: '42' }],
     ])('when the hot key is %s, it is that entity', (text, ref) => {
-      expect(hotKeyRef('prod', text)).toEqual(ref);
+      expect(hotKeyRef('prod', text, ENTITIES)).toEqual(ref);
     });
 
     it.each(['tenang:prod:v1:order:{42}:lock', 'basket:1', '42'])(
       'when the hot key is %s, it explains why it is not one',
       (text) => {
-        expect(typeof hotKeyRef('prod', text)).toBe('string');
+        expect(typeof hotKeyRef('prod', text, ENTITIES)).toBe('string');
       },
     );
   });

@@ -479,6 +479,7 @@ const CACHE_SYNC: StreamConsumerFacts = {
   consumer: 'invoice-cache-sync',
   table: 'invoices',
   resources: { ...noResources, cache: true },
+  cachedEntities: ['order'],
 };
 const RELAY: StreamConsumerFacts = {
   consumer: 'invoice-relay',

@@ -1,4 +1,4 @@
-import { notificationKey, paymentCaptureKey } from 'tenang/reference';
+import { notificationKey, paymentCaptureKey } from '../../../../examples/reference/domain';
 import type { DlqEntry, InvariantResult } from '../../../../lib/local/report-model';
 import { checkJobInvariants } from '../../../../lib/local/scenario-invariants';
 import {

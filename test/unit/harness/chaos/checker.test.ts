@@ -4,8 +4,8 @@ import {
   type ChaosFacts,
   type EnqueuedJob,
 } from '../../../../harness/chaos/checker';
-import { notificationKey } from '../../../../lib/reference/notification';
-import { paymentCaptureKey } from '../../../../lib/reference/payment';
+import { notificationKey } from '../../../../examples/reference/domain/notification';
+import { paymentCaptureKey } from '../../../../examples/reference/domain/payment';
 
 const payment: EnqueuedJob = {
   id: 'j1',

@@ -1,14 +1,14 @@
 import fc from 'fast-check';
-import { makeEnvelope, type JobEnvelope } from '../../../lib/core/envelope';
-import { type PaymentCapturePayload } from '../../../lib/reference/payloads';
+import { makeEnvelope, type JobEnvelope } from '../../../../lib/core/envelope';
+import { type PaymentCapturePayload } from '../../../../examples/reference/domain/payloads';
 import {
   ConcurrentUpdateError,
   IllegalTransitionError,
   PermanentError,
   TransientError,
   TransitionAlreadyDoneError,
-} from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
+} from '../../../../lib/core/errors';
+import type { Order } from '../../../../examples/reference/domain/order';
 import {
   captureGuard,
   capturePayment,
@@ -24,8 +24,8 @@ import {
   type PaymentProvider,
   type SideEffectPoint,
   type StagedTransition,
-} from '../../../lib/reference/payment';
-import { ORDER_STATES, type OrderState } from '../../../lib/core/state-machine';
+} from '../../../../examples/reference/domain/payment';
+import { ORDER_STATES, type OrderState } from '../../../../examples/reference/domain/state-machine';
 
 const NOW = new Date('2030-06-01T12:00:00.000Z');
 

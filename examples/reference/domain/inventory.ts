@@ -4,10 +4,11 @@
  * holder whose lease was taken over cannot write after the newer holder. A second reservation
  * for the same order is a duplicate, never a second decrement.
  */
-import type { Random } from '../core/backoff';
-import { waitDeferSeconds } from '../core/deferral';
-import { PermanentError, StaleFencingTokenError } from '../core/errors';
 import {
+  type Random,
+  waitDeferSeconds,
+  PermanentError,
+  StaleFencingTokenError,
   LeaseLostError,
   LockHeldError,
   withLease,
@@ -15,8 +16,8 @@ import {
   type LeaseLock,
   type LockHolder,
   type LockReleaseResult,
-} from '../core/lease-lock';
-import type { Clock } from '../core/ports';
+  type Clock,
+} from 'tenang/runtime';
 
 /** The SKU does not exist in the inventory table. Permanent. */
 export class UnknownSkuError extends PermanentError {}

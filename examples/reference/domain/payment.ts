@@ -9,17 +9,17 @@
  * either but staged: the consumer commits it in the same transaction that completes the
  * idempotency record, so no crash can separate them.
  */
-import type { JobEnvelope } from '../core/envelope';
-import type { PaymentCapturePayload } from './payloads';
 import {
+  type JobEnvelope,
   ConcurrentUpdateError,
   IllegalTransitionError,
   PermanentError,
   TransitionAlreadyDoneError,
-} from '../core/errors';
-import type { Order } from '../core/order';
-import type { Clock } from '../core/ports';
-import { statesOnlyAfter, type OrderState } from '../core/state-machine';
+  type Clock,
+} from 'tenang/runtime';
+import type { PaymentCapturePayload } from './payloads';
+import type { Order } from './order';
+import { statesOnlyAfter, type OrderState } from './state-machine';
 
 /** The business idempotency key of a capture (I1): one per payment, never the message id. */
 export function paymentCaptureKey(paymentId: string): string {

@@ -19,7 +19,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { REFERENCE_TABLE_KEYS } from './tables';
-import { StaleFencingTokenError } from '../core/errors';
+import { StaleFencingTokenError, fenceAccepts, type Clock } from 'tenang/runtime';
 import {
   InsufficientStockError,
   UnknownSkuError,
@@ -27,8 +27,6 @@ import {
   type Reservation,
   type StockLevel,
 } from './inventory';
-import { fenceAccepts } from '../core/lease-lock';
-import type { Clock } from '../core/ports';
 
 type Item = Record<string, AttributeValue>;
 

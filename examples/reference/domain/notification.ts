@@ -9,13 +9,15 @@
  * send. A copy that finds another attempt's claim in flight waits for it (deferred) instead of
  * being dropped: that attempt may still fail and give its claim back.
  */
-import type { Random } from '../core/backoff';
-import { CircuitOpenError } from '../core/errors';
-import type { CircuitBreaker } from '../core/circuit-breaker';
-import { waitDeferSeconds } from '../core/deferral';
+import {
+  type Random,
+  CircuitOpenError,
+  type CircuitBreaker,
+  waitDeferSeconds,
+  type DedupStore,
+  type TokenBucket,
+} from 'tenang/runtime';
 import type { NotificationSendPayload } from './payloads';
-import type { DedupStore } from '../core/ports';
-import type { TokenBucket } from '../core/token-bucket';
 
 /** The message handed to the provider. */
 export interface OutgoingMessage {

@@ -5,15 +5,16 @@
  */
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type {
-  StagedPrecondition,
-  StagedWrite,
-  TransactItem,
-} from '../adapters/aws/transactional-persistence';
-import { ConcurrentUpdateError, IllegalTransitionError } from '../core/errors';
-import { CorruptOrderError, OrderSchema, parseStoredOrder, type Order } from '../core/order';
-import type { Clock } from '../core/ports';
-import { explainRejectedTransition, statesOnlyAfter, type OrderState } from '../core/state-machine';
+import {
+  type StagedPrecondition,
+  type StagedWrite,
+  type TransactItem,
+  ConcurrentUpdateError,
+  IllegalTransitionError,
+  type Clock,
+} from 'tenang/runtime';
+import { CorruptOrderError, OrderSchema, parseStoredOrder, type Order } from './order';
+import { explainRejectedTransition, statesOnlyAfter, type OrderState } from './state-machine';
 import { explainFailedGuard, type CaptureGuard, type StagedTransition } from './payment';
 import type { OrderStore } from './ports';
 import { REFERENCE_TABLE_KEYS } from './tables';

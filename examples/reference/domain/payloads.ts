@@ -4,8 +4,8 @@
  * payload; these are the reference's own schemas, and PAYLOADS names them by job type for code
  * that plays the reference flow (its job modules, the local scenario and the drills, the tests).
  */
-import * as z from '../config/zod';
-import { parseEnvelope, type JobEnvelope } from '../core/envelope';
+import * as z from 'tenang/zod';
+import { parseEnvelope, type JobEnvelope } from 'tenang/runtime';
 
 const id = z
   .string()

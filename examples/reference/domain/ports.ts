@@ -1,6 +1,6 @@
 /** The reference app's ports: its orders, the source of truth (DynamoDbOrderStore, the fakes). */
-import type { Order } from '../core/order';
-import type { OrderState } from '../core/state-machine';
+import type { Order } from './order';
+import type { OrderState } from './state-machine';
 
 /** Orders: the source of truth. */
 export interface OrderStore {

@@ -1,7 +1,7 @@
 /** MessagingProvider over the provider's HTTP API: `POST {baseUrl}/messages` with an Idempotency-Key (I3, D4). */
-import * as z from '../config/zod';
+import * as z from 'tenang/zod';
 import type { MessagingProvider, OutgoingMessage } from './notification';
-import { postJson, ProviderUnavailableError } from '../adapters/http/provider-client';
+import { postJson, ProviderUnavailableError } from 'tenang/runtime';
 
 const MessageAnswer = z.object({ id: z.string().check(z.minLength(1)) });
 

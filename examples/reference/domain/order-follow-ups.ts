@@ -6,10 +6,9 @@
  * When an order becomes PAID, one `notification.send` (order-paid) and one `inventory.reserve`
  * per line are enqueued, each keyed on the order, its version and the job.
  */
-import { makeEnvelope, type JobEnvelope } from '../core/envelope';
-import type { FollowUp } from '../core/outbox';
-import type { Order } from '../core/order';
-import type { OrderState } from '../core/state-machine';
+import { makeEnvelope, type JobEnvelope, type FollowUp } from 'tenang/runtime';
+import type { Order } from './order';
+import type { OrderState } from './state-machine';
 import type { InventoryReservePayload, NotificationSendPayload } from './payloads';
 
 /** Whether this change makes the order PAID (an insert as PAID counts). */

@@ -11,9 +11,13 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { LOG_RETENTION } from '../infra/defaults';
-import { TenangFunction, type FunctionVpcPlacement } from '../infra/tenang-function';
-import { environmentProblems, validateProps } from '../infra/validation';
+import {
+  LOG_RETENTION,
+  TenangFunction,
+  type FunctionVpcPlacement,
+  environmentProblems,
+  validateProps,
+} from 'tenang/infra';
 
 /** Props of Ingress. */
 export interface IngressProps {

@@ -2,20 +2,23 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import { CorruptOrderError, DynamoDbOrderStore } from '../../../lib/reference/dynamodb-order-store';
+import {
+  CorruptOrderError,
+  DynamoDbOrderStore,
+} from '../../../../examples/reference/domain/dynamodb-order-store';
 import {
   ConcurrentUpdateError,
   IllegalTransitionError,
   TransientError,
   TransitionAlreadyDoneError,
-} from '../../../lib/core/errors';
-import type { Order } from '../../../lib/core/order';
+} from '../../../../lib/core/errors';
+import type { Order } from '../../../../examples/reference/domain/order';
 import {
   OrderAlreadyPaidError,
   OrderNotFoundError,
   PaymentMismatchError,
   type CaptureGuard,
-} from '../../../lib/reference/payment';
+} from '../../../../examples/reference/domain/payment';
 
 const TABLE = 'tenang-test-orders';
 const NOW = new Date('2030-06-01T12:00:00.000Z');

@@ -4,7 +4,7 @@
  * (lib/core/cache-admin.ts, lib/adapters/aws/entity-source.ts) still know the cache's one entity,
  * the order, by its schema.
  */
-import * as z from '../config/zod';
+import * as z from 'tenang/zod';
 import { ORDER_STATES } from './state-machine';
 
 /** One order line. */

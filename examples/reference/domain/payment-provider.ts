@@ -1,7 +1,7 @@
 /** PaymentProvider over the provider's HTTP API: `POST {baseUrl}/charges` with an Idempotency-Key (I3, D4). */
-import * as z from '../config/zod';
+import * as z from 'tenang/zod';
 import type { Charge, ChargeRequest, PaymentProvider } from './payment';
-import { postJson, ProviderUnavailableError } from '../adapters/http/provider-client';
+import { postJson, ProviderUnavailableError } from 'tenang/runtime';
 
 const ChargeAnswer = z.object({
   id: z.string().check(z.minLength(1)),

@@ -1,7 +1,7 @@
-import { InMemoryDedupStore } from '../../../harness/fakes/memory-dedup-store';
-import { CircuitBreaker } from '../../../lib/core/circuit-breaker';
-import type { NotificationSendPayload } from '../../../lib/reference/payloads';
-import { CircuitOpenError, PermanentError, TransientError } from '../../../lib/core/errors';
+import { InMemoryDedupStore } from '../../../../harness/fakes/memory-dedup-store';
+import { CircuitBreaker } from '../../../../lib/core/circuit-breaker';
+import type { NotificationSendPayload } from '../../../../examples/reference/domain/payloads';
+import { CircuitOpenError, PermanentError, TransientError } from '../../../../lib/core/errors';
 import {
   notificationKey,
   sendNotification,
@@ -9,9 +9,9 @@ import {
   type MessagingProvider,
   type OutgoingMessage,
   type SendNotificationDeps,
-} from '../../../lib/reference/notification';
-import { TokenBucket } from '../../../lib/core/token-bucket';
-import { manualClock, type ManualClock } from '../../helpers/manual-clock';
+} from '../../../../examples/reference/domain/notification';
+import { TokenBucket } from '../../../../lib/core/token-bucket';
+import { manualClock, type ManualClock } from '../../../helpers/manual-clock';
 
 const PAYLOAD: NotificationSendPayload = {
   orderId: 'order-7',

@@ -7,9 +7,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import { DynamoDbInventoryStore } from '../../../lib/reference/dynamodb-inventory-store';
-import { classifyError, StaleFencingTokenError } from '../../../lib/core/errors';
-import { InsufficientStockError, UnknownSkuError } from '../../../lib/reference/inventory';
+import { DynamoDbInventoryStore } from '../../../../examples/reference/domain/dynamodb-inventory-store';
+import { classifyError, StaleFencingTokenError } from '../../../../lib/core/errors';
+import { InsufficientStockError, UnknownSkuError } from '../../../../examples/reference/domain/inventory';
 
 const TABLE = 'tenang-test-inventory';
 const SKU = 'sku-1';

@@ -5,7 +5,7 @@
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord } from 'aws-lambda';
+import type { DynamoDBRecord } from 'tenang/runtime';
 import { REFERENCE_TABLE_KEYS } from './tables';
 
 /** A stream event name. */

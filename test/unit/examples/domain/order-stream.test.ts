@@ -1,6 +1,6 @@
-import { sequenceNumberOf } from '../../../lib/adapters/aws/stream-record';
-import { readOrderChange } from '../../../lib/reference/order-stream';
-import { streamRecord } from '../../helpers/dynamodb-stream';
+import { sequenceNumberOf } from '../../../../lib/adapters/aws/stream-record';
+import { readOrderChange } from '../../../../examples/reference/domain/order-stream';
+import { streamRecord } from '../../../helpers/dynamodb-stream';
 
 describe('Function: readOrderChange', () => {
   it('when a MODIFY record of an order arrives, it returns both images as plain objects', () => {

@@ -1,8 +1,8 @@
 /** The HTTP messaging provider against the fake provider: a real HTTP server on loopback. */
-import { HttpMessagingProvider } from '../../../lib/reference/messaging-provider';
-import { ProviderUnavailableError } from '../../../lib/adapters/http/provider-client';
-import { classifyError } from '../../../lib/core/errors';
-import { startFakeProvider, type FakeProvider } from '../../../lib/local/fake-provider';
+import { HttpMessagingProvider } from '../../../../examples/reference/domain/messaging-provider';
+import { ProviderUnavailableError } from '../../../../lib/adapters/http/provider-client';
+import { classifyError } from '../../../../lib/core/errors';
+import { startFakeProvider, type FakeProvider } from '../../../../lib/local/fake-provider';
 
 const MESSAGE = {
   to: 'ayu@example.com',

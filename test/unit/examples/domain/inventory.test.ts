@@ -1,15 +1,15 @@
-import { InMemoryInventoryStore } from '../../../harness/fakes/memory-inventory-store';
-import { InMemoryLockStore } from '../../../harness/fakes/memory-lock-store';
-import { classifyError } from '../../../lib/core/errors';
+import { InMemoryInventoryStore } from '../../../../harness/fakes/memory-inventory-store';
+import { InMemoryLockStore } from '../../../../harness/fakes/memory-lock-store';
+import { classifyError } from '../../../../lib/core/errors';
 import {
   InsufficientStockError,
   reserveStock,
   skuLockResource,
   UnknownSkuError,
   type ReserveStockDeps,
-} from '../../../lib/reference/inventory';
-import { LeaseLock, LeaseLostError, type Every } from '../../../lib/core/lease-lock';
-import { manualClock, sequentialTokens, type ManualClock } from '../../helpers/manual-clock';
+} from '../../../../examples/reference/domain/inventory';
+import { LeaseLock, LeaseLostError, type Every } from '../../../../lib/core/lease-lock';
+import { manualClock, sequentialTokens, type ManualClock } from '../../../helpers/manual-clock';
 
 const SKU = 'sku-42';
 const LEASE_MS = 10_000;

@@ -2,7 +2,7 @@
  * Order states and the transitions allowed between them (I2). Every write of a state is a
  * conditional write from the expected previous state, so a duplicate finds its transition done.
  */
-import { IllegalTransitionError, TransitionAlreadyDoneError } from './errors';
+import { IllegalTransitionError, TransitionAlreadyDoneError } from 'tenang/runtime';
 
 /** States of an order. */
 export const ORDER_STATES = ['PENDING', 'PAID', 'RESERVED', 'PAYMENT_FAILED', 'CANCELLED'] as const;

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { IllegalTransitionError, TransitionAlreadyDoneError } from '../../../lib/core/errors';
+import { IllegalTransitionError, TransitionAlreadyDoneError } from '../../../../lib/core/errors';
 import {
   ORDER_STATES,
   ORDER_TRANSITIONS,
@@ -10,7 +10,7 @@ import {
   statesOnlyAfter,
   type OrderState,
   type TransitionPlan,
-} from '../../../lib/core/state-machine';
+} from '../../../../examples/reference/domain/state-machine';
 
 const INITIAL: OrderState = 'PENDING';
 
