@@ -21,7 +21,7 @@ const TENANG_NAMESPACE = 'tenang';
 export const OBSERVED_EVENT = {
   /** The crash hook killed the process (lib/adapters/crash.ts). */
   crash: 'crash',
-  /** The notification consumer deferred because the messaging provider's circuit is open. */
+  /** A consumer deferred a job because a provider's circuit is open (it logs that its circuit is open). */
   circuitOpen: 'circuit-open',
   /** The outbox relay enqueued a follow-up; suffixed with its job type. */
   followUpPrefix: 'follow-up:',
@@ -93,7 +93,7 @@ export class FunctionOutputObserver {
     const message = typeof doc.message === 'string' ? doc.message : '';
     if (message === 'follow-up enqueued' || message === 'follow-up deferred by degrade mode') {
       this.emit(`${OBSERVED_EVENT.followUpPrefix}${String(doc.jobType)}`, functionName, line);
-    } else if (message.startsWith('messaging provider circuit is open')) {
+    } else if (/\bcircuit is open\b/.test(message)) {
       this.emit(OBSERVED_EVENT.circuitOpen, functionName, line);
     } else if (message.startsWith('duplicate_ignored') && typeof doc.idempotencyKey === 'string') {
       const seen: IgnoredDuplicate = {

@@ -50,6 +50,20 @@ describe('Class: FunctionOutputObserver', () => {
       expect(observer.snapshot()).toEqual({});
     });
 
+    it("when a consumer logs that a provider's circuit is open, it counts the deferral whatever the provider", () => {
+      // Prepare
+      const observer = new FunctionOutputObserver();
+      const log = (message: string): string => JSON.stringify({ level: 'WARN', message });
+
+      // Act
+      observer.onLine(log('messaging provider circuit is open; deferring'), FN);
+      observer.onLine(log('invoicing provider circuit is open; deferring'), FN);
+      observer.onLine(log('the circuit is opening soon'), FN);
+
+      // Assess
+      expect(observer.eventCount(OBSERVED_EVENT.circuitOpen)).toBe(2);
+    });
+
     it('when the outbox relay enqueues follow-ups, it counts them per job type', () => {
       // Prepare
       const observer = new FunctionOutputObserver();
