@@ -116,7 +116,12 @@ function consumers(config: PipelineConfig): {
 
 /** Every runbook the pipeline's alarms and consumers name, with who names it. */
 function runbooks(config: PipelineConfig): Map<string, string> {
-  const named = new Map<string, string>(Object.values(RUNBOOK).map((r) => [r, 'alarms']));
+  // The stream consumers' on-failure alarms are the only ones that name stream-failures: a
+  // pipeline without stream consumers has no alarm linking to it.
+  const alarmed = Object.values(RUNBOOK).filter(
+    (r) => r !== RUNBOOK.streamFailures || config.streamConsumers.length > 0,
+  );
+  const named = new Map<string, string>(alarmed.map((r) => [r, 'alarms']));
   for (const c of consumers(config)) named.set(c.runbook, `${c.at}.runbook`);
   return named;
 }

@@ -78,9 +78,14 @@ export function extensionsPath(appDir: string): string | undefined {
   return resolved;
 }
 
-/** Whether this process already loads TypeScript itself (tsx, ts-jest, ts-node). */
+/**
+ * Whether this process already loads TypeScript itself: tsx and ts-node register `.ts` with
+ * Node's CommonJS loader; jest's require has its own transforms and an empty `extensions`. (Not
+ * JEST_WORKER_ID: the CLI a test runs as a child process inherits it and loads no TypeScript.)
+ */
 function loadsTypeScript(): boolean {
-  return '.ts' in require.extensions || process.env.JEST_WORKER_ID !== undefined;
+  const extensions = require.extensions as Record<string, unknown> | undefined;
+  return extensions === undefined || '.ts' in extensions || Object.keys(extensions).length === 0;
 }
 
 /** Requires `file`, a module of the app in `appDir`, as the app runs its TypeScript. */

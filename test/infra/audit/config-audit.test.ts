@@ -132,6 +132,24 @@ describe('Function: auditPipelineConfig', () => {
     expect(auditFailed(undrilled)).toBe(true);
   });
 
+  it('when a pipeline has no stream consumer, no alarm names stream-failures, so P2 needs no drill of it; with one, it does', () => {
+    // Prepare: the reference without its stream consumers, and with them, with tenang's drills only
+    // (stream-failures is the reference's own drill).
+    const reference = referenceConfig();
+    const withoutStreams: PipelineConfig = { ...reference, streamConsumers: [] };
+    const kitDrills = REFERENCE_DRILLS.filter((d) => d.runbook !== 'stream-failures');
+
+    // Act
+    const without = auditPipelineConfig(withoutStreams, { drills: kitDrills });
+    const withStreams = auditPipelineConfig(reference, { drills: kitDrills });
+
+    // Assess
+    const p2 = (items: typeof without) => items.find((i) => i.ruleId === 'Tenang-P2-Drill');
+    expect(p2(without)?.why ?? '').not.toContain('stream-failures');
+    expect(p2(withStreams)).toMatchObject({ status: 'fail' });
+    expect(p2(withStreams)?.why).toContain('runbooks/stream-failures.md has no drill');
+  });
+
   it("when the reference's extensions are left out, P2 fails for the consumers only its own drills and defaults exercise", () => {
     // Act
     const kitOnly = auditPipelineConfig(referenceConfig(), { drills: DRILL_CATALOG });
