@@ -8,8 +8,8 @@
  * examples/reference/local/index.ts.
  *
  * The module is the app's code, so it is loaded as the app runs its own TypeScript: by the
- * process's own loader when one is active (tsx, ts-jest), else through the app's tsx
- * (`tsx/cjs/api`, from the app's node_modules); a .js module needs neither.
+ * process's own loader when one is active (tsx, ts-jest), else with the app's tsx registered
+ * for the load (`tsx/cjs/api`, from the app's node_modules); a .js module needs neither.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -93,7 +93,7 @@ function requireAppModule(file: string, appDir: string): unknown {
   // The app's module is found at run time: a require, not an import the bundler would follow.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   if (!/\.[mc]?ts$/.test(file) || loadsTypeScript()) return require(file);
-  let tsx: { require: (id: string, from: string) => unknown };
+  let tsx: { register: () => () => void };
   try {
     const api = require.resolve('tsx/cjs/api', { paths: [appDir] });
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -104,7 +104,16 @@ function requireAppModule(file: string, appDir: string): unknown {
       { cause: error },
     );
   }
-  return tsx.require(file, path.join(appDir, 'cdk.json'));
+  // Registered for this load only, on Node's own loader (not tsx.require's namespace): the
+  // module's imports of tenang then resolve to the very modules this process runs, so it shares
+  // their state and no dependency is evaluated twice (ioredis, evaluated again, throws).
+  const unregister = tsx.register();
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(file);
+  } finally {
+    unregister();
+  }
 }
 
 const loaded = new Map<string, AppExtensions>();
