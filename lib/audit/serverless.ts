@@ -245,9 +245,9 @@ export function normalizedFunctionName(name: string): string {
   return normalizeName(name.replace(/-/g, 'Dash').replace(/_/g, 'Underscore'));
 }
 
-/** The framework's `normalizeNameToAlphaNumericOnly`. */
+/** The framework's `normalizeNameToAlphaNumericOnly`: every other character dropped (no `Dash` here). */
 function alphaNumeric(name: string): string {
-  return normalizeName(name.replace(/-/g, 'Dash').replace(/_/g, 'Underscore').replace(/[^0-9A-Za-z]/g, ''));
+  return normalizeName(name.replace(/[^0-9A-Za-z]/g, ''));
 }
 
 /** The framework's name for a function's resource. */
@@ -375,9 +375,8 @@ export function readServerlessConfig(document: Json, file: string | undefined): 
     ...(isRecord(iamRole) && Array.isArray(iamRole.statements) ? iamRole.statements : []),
     ...(Array.isArray(provider.iamRoleStatements) ? provider.iamRoleStatements : []),
   ] as unknown[];
-  const providerRole = typeof iamRole === 'string' || isRecord(iamRole) && !('statements' in iamRole) && iamRole !== undefined
-    ? iamRole
-    : provider.role;
+  // `provider.iam.role` is the role to use when it is a name or ARN, the execution role's settings otherwise.
+  const providerRole = typeof iamRole === 'string' ? iamRole : provider.role;
   const managed = [
     ...(isRecord(iamRole) && Array.isArray(iamRole.managedPolicies) ? iamRole.managedPolicies : []),
     ...(Array.isArray(provider.iamManagedPolicies) ? provider.iamManagedPolicies : []),
