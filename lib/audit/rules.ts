@@ -121,26 +121,6 @@ export interface TemplateVocabulary {
   readonly onFailureFix: string;
 }
 
-/** CloudFormation's words (SAM and the CDK named alongside where they differ). */
-export const CLOUDFORMATION_VOCABULARY: TemplateVocabulary = {
-  format: 'CloudFormation',
-  defaultTimeoutSeconds: 3,
-  defaultMemoryMb: 128,
-  defaultsOwner: "Lambda's",
-  timeout: 'Timeout',
-  memorySize: 'MemorySize',
-  lowerTimeout: "lower the function's Timeout",
-  visibilityTimeout: 'VisibilityTimeout',
-  batchingWindow: 'MaximumBatchingWindowInSeconds',
-  partialBatchFix:
-    'add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)',
-  functionResponseTypes: 'FunctionResponseTypes',
-  bisect: 'BisectBatchOnFunctionError: true',
-  maximumRetryAttempts: 'MaximumRetryAttempts',
-  maximumRecordAge: 'MaximumRecordAgeInSeconds',
-  onFailureFix: 'add DestinationConfig.OnFailure (an SQS queue or SNS topic)',
-};
-
 /** What an audit knows beyond the template. */
 export interface TemplateAuditOptions {
   /**
@@ -167,6 +147,26 @@ export const MAX_RECEIVE_COUNT_RANGE = { min: 2, max: 20 } as const;
 export const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
 /** Lambda's default function timeout, seconds. */
 export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
+
+/** CloudFormation's words (SAM and the CDK named alongside where they differ). */
+export const CLOUDFORMATION_VOCABULARY: TemplateVocabulary = {
+  format: 'CloudFormation',
+  defaultTimeoutSeconds: LAMBDA_DEFAULT_TIMEOUT_SECONDS,
+  defaultMemoryMb: 128,
+  defaultsOwner: "Lambda's",
+  timeout: 'Timeout',
+  memorySize: 'MemorySize',
+  lowerTimeout: "lower the function's Timeout",
+  visibilityTimeout: 'VisibilityTimeout',
+  batchingWindow: 'MaximumBatchingWindowInSeconds',
+  partialBatchFix:
+    'add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)',
+  functionResponseTypes: 'FunctionResponseTypes',
+  bisect: 'BisectBatchOnFunctionError: true',
+  maximumRetryAttempts: 'MaximumRetryAttempts',
+  maximumRecordAge: 'MaximumRecordAgeInSeconds',
+  onFailureFix: 'add DestinationConfig.OnFailure (an SQS queue or SNS topic)',
+};
 /**
  * Metadata key under which an emulator deployment keeps a stream mapping's real stream ARN
  * (lib/infra/stream-consumer.ts STREAM_ARN_METADATA); kept literal so this module stays CDK-free.
@@ -848,7 +848,12 @@ const partialBatch: TemplateRule = {
       if (m.sourceKind !== 'sqs' && m.sourceKind !== 'stream') return [];
       const types = index.candidates(m.properties.FunctionResponseTypes);
       if (isUnknown(types))
-        return [notCheckable(m.logicalId, `${m.logicalId}: ${index.vocabulary.functionResponseTypes}: ${types.unknown}`)];
+        return [
+          notCheckable(
+            m.logicalId,
+            `${m.logicalId}: ${index.vocabulary.functionResponseTypes}: ${types.unknown}`,
+          ),
+        ];
       const missing = types.find(
         (c) => !(Array.isArray(c.value) && c.value.includes('ReportBatchItemFailures')),
       );

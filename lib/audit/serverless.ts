@@ -77,7 +77,8 @@ export interface ServerlessTemplate {
 }
 
 /** Serverless variable sources; `${AWS::Region}` and `${Resource}` (Fn::Sub's) are not among them. */
-const SOURCE = /^(self|opt|env|sls|file\(|cf|ssm|s3|aws|param|construct|strToBool\(|git|sm)\b/;
+const SOURCE =
+  /^(?:file\(|strToBool\(|(?:self|opt|env|sls|cf|ssm|s3|aws|param|construct|git|sm)(?:\([^)]*\))?:)/;
 /** A variable with no other variable inside it. */
 const INNERMOST = /\$\{([^${}]*)\}/g;
 
@@ -104,7 +105,9 @@ class VariableResolver {
 
   /** The framework variables a text holds, as written. */
   public variablesIn(text: string): string[] {
-    return [...text.matchAll(/\$\{([^{}]*)\}/g)].filter((m) => SOURCE.test((m[1] ?? '').trim())).map((m) => m[0]);
+    return [...text.matchAll(/\$\{([^{}]*)\}/g)]
+      .filter((m) => SOURCE.test((m[1] ?? '').trim()))
+      .map((m) => m[0]);
   }
 
   /** A value with every variable it holds resolved where possible. */
@@ -112,7 +115,9 @@ class VariableResolver {
     if (depth > 16) return value;
     if (Array.isArray(value)) return value.map((v) => this.resolve(v, depth + 1, early));
     if (isRecord(value))
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.resolve(v, depth + 1, early)]));
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, this.resolve(v, depth + 1, early)]),
+      );
     if (typeof value !== 'string' || !value.includes('${')) return value;
     let text = value;
     // Innermost first, until nothing changes: `${self:custom.${sls:stage}.queue}` works.
@@ -128,7 +133,8 @@ class VariableResolver {
         return typeof resolved === 'string' ? resolved : JSON.stringify(resolved);
       });
       if (whole !== undefined) return this.resolve(whole, depth + 1, early);
-      if (!changed) break;
+      // No progress (a variable that resolves to itself) ends it, so a cycle costs one pass per level.
+      if (!changed || next === text) break;
       text = next;
     }
     return text;
@@ -293,7 +299,8 @@ function sqsMapping(event: unknown, functionArn: Json): { name: string; properti
     properties.FunctionResponseTypes = [options.functionResponseType];
   if (options.maximumConcurrency !== undefined)
     properties.ScalingConfig = { MaximumConcurrency: options.maximumConcurrency };
-  if (Array.isArray(options.filterPatterns)) properties.FilterCriteria = filterCriteria(options.filterPatterns);
+  if (Array.isArray(options.filterPatterns))
+    properties.FilterCriteria = filterCriteria(options.filterPatterns);
   return { name: sourceName(arn, (text) => text.split(':').pop() ?? text), properties };
 }
 
@@ -305,7 +312,8 @@ function filterCriteria(patterns: readonly unknown[]): Json {
 function streamMapping(
   event: unknown,
   functionArn: Json,
-): { type: string; name: string; properties: Json } | undefined {
+):
+  { type: string; name: string; properties: Json; destination?: { arn: unknown; sns: boolean } } | undefined {
   const options = isRecord(event) ? event : { arn: event };
   const arn = options.arn;
   const type =
@@ -335,16 +343,17 @@ function streamMapping(
     if (options[option] !== undefined) properties[property] = options[option];
   if (options.functionResponseType !== undefined)
     properties.FunctionResponseTypes = [options.functionResponseType];
-  if (Array.isArray(options.filterPatterns)) properties.FilterCriteria = filterCriteria(options.filterPatterns);
+  if (Array.isArray(options.filterPatterns))
+    properties.FilterCriteria = filterCriteria(options.filterPatterns);
   const destinations = isRecord(options.destinations) ? options.destinations : {};
   const onFailure = destinations.onFailure;
   const destination = isRecord(onFailure) && onFailure.arn !== undefined ? onFailure.arn : onFailure;
-  if (destination !== undefined) properties.DestinationConfig = { OnFailure: { Destination: destination } };
-  return {
-    type,
-    name: sourceName(arn, (text) => text.split('/')[1] ?? text),
-    properties,
-  };
+  const name = sourceName(arn, (text) => text.split('/')[1] ?? text);
+  if (destination === undefined) return { type, name, properties };
+  properties.DestinationConfig = { OnFailure: { Destination: destination } };
+  const sns =
+    (isRecord(onFailure) && onFailure.type === 'sns') || JSON.stringify(destination).includes(':sns:');
+  return { type, name, properties, destination: { arn: destination, sns } };
 }
 
 /** The resources sections (`resources` is an object or a list of them), merged. */
@@ -413,8 +422,8 @@ export function readServerlessConfig(document: Json, file: string | undefined): 
     resources[id] = { Type: 'AWS::Lambda::Function', Properties: properties };
     origins.set(id, { display: id, path: ['functions', name] });
     const functionArn = { 'Fn::GetAtt': [id, 'Arn'] };
-    const events = Array.isArray(fn.events) ? fn.events : [];
-    events.forEach((event: unknown, index) => {
+    const events = (Array.isArray(fn.events) ? fn.events : []) as unknown[];
+    events.forEach((event, index) => {
       if (!isRecord(event)) return;
       const where = { display: '', path: ['functions', name, 'events', String(index)] };
       if (event.sqs !== undefined) {
@@ -441,30 +450,31 @@ export function readServerlessConfig(document: Json, file: string | undefined): 
           Properties: mapping.properties,
         };
         origins.set(mappingId, { ...where, display: mappingId });
-        const onFailure = (mapping.properties.DestinationConfig as Json | undefined)?.OnFailure as
-          | Json
-          | undefined;
-        const destination = onFailure?.Destination;
         eventStatements.push({
           Effect: 'Allow',
           Action:
             mapping.type === 'dynamodb'
-              ? ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']
-              : ['kinesis:GetRecords', 'kinesis:GetShardIterator', 'kinesis:DescribeStream', 'kinesis:ListStreams'],
+              ? [
+                  'dynamodb:GetRecords',
+                  'dynamodb:GetShardIterator',
+                  'dynamodb:DescribeStream',
+                  'dynamodb:ListStreams',
+                ]
+              : [
+                  'kinesis:GetRecords',
+                  'kinesis:GetShardIterator',
+                  'kinesis:DescribeStream',
+                  'kinesis:ListStreams',
+                ],
           Resource: [mapping.properties.EventSourceArn],
         });
         // The framework grants sending to an on-failure destination (sqs:SendMessage or sns:Publish).
-        if (destination !== undefined) {
-          const sns = JSON.stringify(destination).includes(':sns:') || (isRecord(event.stream) &&
-            isRecord((event.stream as Json).destinations) &&
-            isRecord(((event.stream as Json).destinations as Json).onFailure) &&
-            (((event.stream as Json).destinations as Json).onFailure as Json).type === 'sns');
+        if (mapping.destination !== undefined)
           eventStatements.push({
             Effect: 'Allow',
-            Action: sns ? ['sns:Publish'] : ['sqs:SendMessage'],
-            Resource: [destination],
+            Action: mapping.destination.sns ? ['sns:Publish'] : ['sqs:SendMessage'],
+            Resource: [mapping.destination.arn],
           });
-        }
       }
     });
   }
@@ -490,14 +500,18 @@ export function readServerlessConfig(document: Json, file: string | undefined): 
     };
     origins.set(EXECUTION_ROLE, {
       display: EXECUTION_ROLE,
-      path: statements.length > 0 ? ['provider', iamRole !== undefined ? 'iam' : 'iamRoleStatements'] : ['provider'],
+      path:
+        statements.length > 0
+          ? ['provider', iamRole !== undefined ? 'iam' : 'iamRoleStatements']
+          : ['provider'],
     });
   }
 
   for (const [index, section] of resourceSections(resolved.resources).entries()) {
     const base = Array.isArray(resolved.resources) ? ['resources', String(index)] : ['resources'];
     for (const part of ['Conditions', 'Outputs', 'Parameters', 'Mappings'] as const) {
-      if (isRecord(section[part])) template[part] = { ...(template[part] as Json | undefined), ...section[part] };
+      if (isRecord(section[part]))
+        template[part] = { ...(template[part] as Json | undefined), ...section[part] };
     }
     if (!isRecord(section.Resources)) continue;
     for (const [id, resource] of Object.entries(section.Resources)) {
@@ -543,7 +557,9 @@ function unresolvedByProperty(
       byProperty.set(
         property,
         new Set(
-          [...variables].map((v) => `${property} holds ${v}, unresolved: ${resolver.reasons.get(v) ?? 'no value'}`),
+          [...variables].map(
+            (v) => `${property} holds ${v}, unresolved: ${resolver.reasons.get(v) ?? 'no value'}`,
+          ),
         ),
       );
       result.set(id, byProperty);

@@ -107,7 +107,10 @@ export const auditCommand =
       .description(
         'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template, serverless.yml or cdk.out) against the worker-queue checklist',
       )
-      .argument('[template]', 'a template file (JSON or YAML, SAM, serverless.yml), a cdk.out directory, or - for stdin')
+      .argument(
+        '[template]',
+        'a template file (JSON or YAML, SAM, serverless.yml), a cdk.out directory, or - for stdin',
+      )
       .option('--template <path>', 'the same as the [template] argument')
       .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
       .option('--json', 'print the checklist as JSON (the same as --format json)')

@@ -38,7 +38,11 @@ function fixtureFindings(): AuditFinding[] {
   return auditTemplates(readTemplateSource(SERVICE_FILE)).findings;
 }
 
-function findingOf(findings: readonly AuditFinding[], rule: string, resource: string): AuditFinding | undefined {
+function findingOf(
+  findings: readonly AuditFinding[],
+  rule: string,
+  resource: string,
+): AuditFinding | undefined {
   return findings.find((f) => f.ruleId === `Tenang-${rule}` && f.resource === resource);
 }
 
@@ -75,7 +79,9 @@ describe('Function: isServerlessConfig', () => {
 describe('Function: readServerlessConfig', () => {
   it("when a function states no timeout or memorySize, the model leaves them to the framework's defaults", () => {
     // Act
-    const { resources } = generate('service: s\nprovider:\n  name: aws\nfunctions:\n  my-fn_x:\n    handler: h\n');
+    const { resources } = generate(
+      'service: s\nprovider:\n  name: aws\nfunctions:\n  my-fn_x:\n    handler: h\n',
+    );
 
     // Assess: `-` → Dash, `_` → Underscore, first letter upper-cased.
     expect(lambdaLogicalId('my-fn_x')).toBe('MyDashfnUnderscorexLambdaFunction');
@@ -199,7 +205,8 @@ describe('Function: readServerlessConfig', () => {
 
   it('when the service comes from stdin, a file include is unresolvable and says why', () => {
     // Act
-    const text = 'service: s\nprovider:\n  timeout: ${file(./limits.yml):timeout}\nfunctions:\n  a:\n    handler: h\n';
+    const text =
+      'service: s\nprovider:\n  timeout: ${file(./limits.yml):timeout}\nfunctions:\n  a:\n    handler: h\n';
     const { template } = parseTemplateText(text, 'stdin');
     const read = readServerlessConfig(template as Json, undefined);
 
@@ -266,7 +273,9 @@ describe('Function: auditTemplates (serverless.yml)', () => {
     expect(why).toContain('set bisectBatchOnFunctionError: true');
     expect(why).toContain('maximumRetryAttempts is -1');
     expect(why).toContain('add destinations.onFailure');
-    expect(findingOf(findings, 'R6', 'StreamUnderscorereaderEventSourceMappingDynamodbOrdersTable')).toBeUndefined();
+    expect(
+      findingOf(findings, 'R6', 'StreamUnderscorereaderEventSourceMappingDynamodbOrdersTable'),
+    ).toBeUndefined();
   });
 
   it('when a timeout is an unresolved variable, the rules reading it are not checkable and name it', () => {
@@ -277,7 +286,11 @@ describe('Function: auditTemplates (serverless.yml)', () => {
     const d2 = findingOf(findings, 'D2', 'OtherQueue');
     expect(d2?.status).toBe('not-checkable');
     expect(d2?.why).toContain('${opt:workerTimeout}');
-    expect(findings.some((f) => f.status === 'not-checkable' && f.why.includes('opt:workerTimeout is a command-line option'))).toBe(true);
+    expect(
+      findings.some(
+        (f) => f.status === 'not-checkable' && f.why.includes('opt:workerTimeout is a command-line option'),
+      ),
+    ).toBe(true);
   });
 
   it('when a finding is on an event, it points at the line of that event in serverless.yml', () => {
@@ -297,7 +310,9 @@ describe('Function: auditTemplates (serverless.yml)', () => {
 describe('Function: runAudit (serverless.yml)', () => {
   it('when the service is given on stdin, it is audited as from a file, without file includes', () => {
     // Act
-    const result = runAudit({ template: '-' }, templateContext(), () => fs.readFileSync(SERVICE_FILE, 'utf8'));
+    const result = runAudit({ template: '-' }, templateContext(), () =>
+      fs.readFileSync(SERVICE_FILE, 'utf8'),
+    );
 
     // Assess
     expect(result.source).toBe('stdin');
@@ -352,7 +367,10 @@ describe('Function: runAudit (serverless.yml)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tenang-sls-'));
     fs.writeFileSync(path.join(dir, 'limits.json'), '{ "timeout": 40 }');
     const file = path.join(dir, 'serverless.yml');
-    fs.writeFileSync(file, 'service: s\nprovider:\n  timeout: ${file(./limits.json):timeout}\nfunctions:\n  a:\n    handler: h\n');
+    fs.writeFileSync(
+      file,
+      'service: s\nprovider:\n  timeout: ${file(./limits.json):timeout}\nfunctions:\n  a:\n    handler: h\n',
+    );
 
     // Act
     const [stack] = readTemplateSource(file);
