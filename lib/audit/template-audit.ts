@@ -62,7 +62,9 @@ function isRecord(value: unknown): value is Json {
 /** Checks the shape a rule relies on: `Resources` whose entries have a string `Type`. */
 export function toTemplateModel(template: unknown): TemplateModel {
   if (!isRecord(template) || !isRecord(template.Resources)) {
-    throw new TemplateFormatError('not a CloudFormation template: no Resources object');
+    throw new TemplateFormatError(
+      'not a CloudFormation template: no Resources object (nor a serverless.yml: no service with provider or functions)',
+    );
   }
   const bad = Object.entries(template.Resources)
     .filter(([, r]) => !isRecord(r) || typeof r.Type !== 'string')
