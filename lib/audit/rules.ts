@@ -84,8 +84,50 @@ export interface QueueObjective {
   readonly latencyObjectiveSeconds: number;
 }
 
+/**
+ * The words and defaults of the input's format, so a finding names what the user wrote: a
+ * CloudFormation / SAM / CDK template says `Timeout`, a serverless.yml `timeout` (serverless.ts).
+ * Rules read it from `TemplateIndex.vocabulary`; it changes no verdict, only the service defaults
+ * the format applies (the Serverless Framework writes 6 s / 1024 MB where Lambda's are 3 s / 128 MB).
+ */
+export interface TemplateVocabulary {
+  /** The format's name, for reports. */
+  readonly format: string;
+  /** A function's timeout when none is stated (what the format's tooling deploys). */
+  readonly defaultTimeoutSeconds: number;
+  /** A function's memory when none is stated. */
+  readonly defaultMemoryMb: number;
+  /** Whose the defaults are, e.g. `Lambda's`. */
+  readonly defaultsOwner: string;
+  /** The function's timeout and memory properties. */
+  readonly timeout: string;
+  readonly memorySize: string;
+  /** How to state both, when the format has more than one place for them (default: `set <missing>`). */
+  readonly setLimits?: string;
+  /** The alternative fix of D2. */
+  readonly lowerTimeout: string;
+  /** The queue's visibility timeout property. */
+  readonly visibilityTimeout: string;
+  /** The mapping's batching window property. */
+  readonly batchingWindow: string;
+  /** D3's fix. */
+  readonly partialBatchFix: string;
+  /** The mapping's response types property. */
+  readonly functionResponseTypes: string;
+  /** R6's properties and fixes. */
+  readonly bisect: string;
+  readonly maximumRetryAttempts: string;
+  readonly maximumRecordAge: string;
+  readonly onFailureFix: string;
+}
+
 /** What an audit knows beyond the template. */
 export interface TemplateAuditOptions {
+  /**
+   * The input format's words and defaults.
+   * @default CLOUDFORMATION_VOCABULARY
+   */
+  readonly vocabulary?: TemplateVocabulary;
   /**
    * The latency objectives of the pipeline config's job types: with them, an oldest-message-age
    * alarm above its queue's objective is a finding (O3-QueueAgeThreshold).
@@ -105,6 +147,26 @@ export const MAX_RECEIVE_COUNT_RANGE = { min: 2, max: 20 } as const;
 export const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
 /** Lambda's default function timeout, seconds. */
 export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
+
+/** CloudFormation's words (SAM and the CDK named alongside where they differ). */
+export const CLOUDFORMATION_VOCABULARY: TemplateVocabulary = {
+  format: 'CloudFormation',
+  defaultTimeoutSeconds: LAMBDA_DEFAULT_TIMEOUT_SECONDS,
+  defaultMemoryMb: 128,
+  defaultsOwner: "Lambda's",
+  timeout: 'Timeout',
+  memorySize: 'MemorySize',
+  lowerTimeout: "lower the function's Timeout",
+  visibilityTimeout: 'VisibilityTimeout',
+  batchingWindow: 'MaximumBatchingWindowInSeconds',
+  partialBatchFix:
+    'add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)',
+  functionResponseTypes: 'FunctionResponseTypes',
+  bisect: 'BisectBatchOnFunctionError: true',
+  maximumRetryAttempts: 'MaximumRetryAttempts',
+  maximumRecordAge: 'MaximumRecordAgeInSeconds',
+  onFailureFix: 'add DestinationConfig.OnFailure (an SQS queue or SNS topic)',
+};
 /**
  * Metadata key under which an emulator deployment keeps a stream mapping's real stream ARN
  * (lib/infra/stream-consumer.ts STREAM_ARN_METADATA); kept literal so this module stays CDK-free.
@@ -249,9 +311,12 @@ export class TemplateIndex {
   public readonly mappings: readonly ResolvedMapping[];
   /** The config's latency objectives per queue; undefined when the audit has no config. */
   public readonly objectives: readonly QueueObjective[] | undefined;
+  /** The input format's words and defaults. */
+  public readonly vocabulary: TemplateVocabulary;
 
   public constructor(model: TemplateModel, options: TemplateAuditOptions = {}) {
     this.objectives = options.objectives;
+    this.vocabulary = options.vocabulary ?? CLOUDFORMATION_VOCABULARY;
     this.resources = new Map(Object.entries(model.Resources).filter(([, r]) => isRecord(r)));
     this.parameters = new Map(
       Object.entries(model.Parameters ?? {}).flatMap(([k, v]) => (isRecord(v) ? [[k, v] as const] : [])),
@@ -710,13 +775,13 @@ const visibilityTimeout: TemplateRule = {
         ];
       const timeout = index.numbers(
         index.props(m.functionId).Timeout,
-        LAMBDA_DEFAULT_TIMEOUT_SECONDS,
-        `${m.functionId}'s Timeout`,
+        index.vocabulary.defaultTimeoutSeconds,
+        `${m.functionId}'s ${index.vocabulary.timeout}`,
       );
       const window = index.numbers(
         m.properties.MaximumBatchingWindowInSeconds,
         0,
-        `${m.logicalId}'s MaximumBatchingWindowInSeconds`,
+        `${m.logicalId}'s ${index.vocabulary.batchingWindow}`,
       );
       const visibility =
         m.sourceId === undefined
@@ -724,7 +789,7 @@ const visibilityTimeout: TemplateRule = {
           : index.numbers(
               index.props(m.sourceId).VisibilityTimeout,
               SQS_DEFAULT_VISIBILITY_SECONDS,
-              `${queue}'s VisibilityTimeout`,
+              `${queue}'s ${index.vocabulary.visibilityTimeout}`,
             );
       const unknown = [timeout, window, visibility].find(isUnknown);
       if (unknown !== undefined) {
@@ -753,7 +818,7 @@ const visibilityTimeout: TemplateRule = {
           worst.ok,
           worst.ok
             ? text
-            : `${text}: set the queue's VisibilityTimeout to at least ${worst.needed} s (or lower the function's Timeout)`,
+            : `${text}: set the queue's ${index.vocabulary.visibilityTimeout} to at least ${worst.needed} s (or ${index.vocabulary.lowerTimeout})`,
         ),
       ];
     }),
@@ -783,7 +848,12 @@ const partialBatch: TemplateRule = {
       if (m.sourceKind !== 'sqs' && m.sourceKind !== 'stream') return [];
       const types = index.candidates(m.properties.FunctionResponseTypes);
       if (isUnknown(types))
-        return [notCheckable(m.logicalId, `${m.logicalId}: FunctionResponseTypes: ${types.unknown}`)];
+        return [
+          notCheckable(
+            m.logicalId,
+            `${m.logicalId}: ${index.vocabulary.functionResponseTypes}: ${types.unknown}`,
+          ),
+        ];
       const missing = types.find(
         (c) => !(Array.isArray(c.value) && c.value.includes('ReportBatchItemFailures')),
       );
@@ -795,7 +865,7 @@ const partialBatch: TemplateRule = {
           : finding(
               m.logicalId,
               false,
-              `${m.logicalId} (${kind}): does not report batch item failures${viaText(missing.via)}: add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true) and return batchItemFailures from the handler (Powertools BatchProcessor)`,
+              `${m.logicalId} (${kind}): does not report batch item failures${viaText(missing.via)}: ${index.vocabulary.partialBatchFix} and return batchItemFailures from the handler (Powertools BatchProcessor)`,
             ),
       ];
     }),
@@ -1060,7 +1130,7 @@ const streamFailureHandling: TemplateRule = {
       if (isUnknown(bisect)) unknown.push(bisect.unknown);
       else {
         const off = bisect.find((c) => !c.value);
-        if (off !== undefined) fixes.push(`set BisectBatchOnFunctionError: true${viaText(off.via)}`);
+        if (off !== undefined) fixes.push(`set ${index.vocabulary.bisect}${viaText(off.via)}`);
       }
       const { min, max } = STREAM_RETRY_RANGE;
       const retries = index.numbers(p.MaximumRetryAttempts, -1, 'MaximumRetryAttempts');
@@ -1069,7 +1139,7 @@ const streamFailureHandling: TemplateRule = {
         const bad = retries.find((c) => !(c.value >= min && c.value <= max));
         if (bad !== undefined)
           fixes.push(
-            `MaximumRetryAttempts is ${bad.value === -1 ? '-1 (infinite, the default)' : bad.value}${viaText(bad.via)}: set it between ${min} and ${max}`,
+            `${index.vocabulary.maximumRetryAttempts} is ${bad.value === -1 ? '-1 (infinite, the default)' : bad.value}${viaText(bad.via)}: set it between ${min} and ${max}`,
           );
       }
       const retention = streamRetention(index, m);
@@ -1080,7 +1150,7 @@ const streamFailureHandling: TemplateRule = {
         const above = age.find((c) => c.value > DYNAMODB_STREAM_RETENTION_SECONDS);
         if (age.some((c) => c.value < MIN_RECORD_AGE_SECONDS))
           fixes.push(
-            `MaximumRecordAgeInSeconds is -1 (infinite, the default): set it to at least ${MIN_RECORD_AGE_SECONDS} s, below the stream's retention`,
+            `${index.vocabulary.maximumRecordAge} is -1 (infinite, the default): set it to at least ${MIN_RECORD_AGE_SECONDS} s, below the stream's retention`,
           );
         else if (above !== undefined)
           unknown.push(`MaximumRecordAgeInSeconds ${above.value} s exceeds 24 h and ${retention.unknown}`);
@@ -1089,14 +1159,12 @@ const streamFailureHandling: TemplateRule = {
         const bad = age.find((c) => c.value < MIN_RECORD_AGE_SECONDS || c.value > limit);
         if (bad !== undefined)
           fixes.push(
-            `MaximumRecordAgeInSeconds is ${bad.value === -1 ? '-1 (infinite, the default)' : `${bad.value} s`}${viaText(bad.via)}: set it between ${MIN_RECORD_AGE_SECONDS} s and the stream's retention ${limit} s${viaText(retention.flatMap((c) => c.via))}`,
+            `${index.vocabulary.maximumRecordAge} is ${bad.value === -1 ? '-1 (infinite, the default)' : `${bad.value} s`}${viaText(bad.via)}: set it between ${MIN_RECORD_AGE_SECONDS} s and the stream's retention ${limit} s${viaText(retention.flatMap((c) => c.via))}`,
           );
       }
       const destination = onFailureDestination(p);
       if (destination === undefined || destination === null || destination === '')
-        fixes.push(
-          'add DestinationConfig.OnFailure (an SQS queue or SNS topic) so a discarded record leaves a trace',
-        );
+        fixes.push(`${index.vocabulary.onFailureFix} so a discarded record leaves a trace`);
       if (fixes.length > 0) return [finding(m.logicalId, false, `${m.logicalId}: ${fixes.join('; ')}`)];
       if (unknown.length > 0) return [notCheckable(m.logicalId, `${m.logicalId}: ${unknown.join('; ')}`)];
       return [
@@ -1170,11 +1238,14 @@ const explicitFunctionLimits: TemplateRule = {
   reads: { [FUNCTION]: ['Timeout', 'MemorySize'], [MAPPING]: ['FunctionName'] },
   check: (index) =>
     index.consumerIds().map((id) => {
+      const v = index.vocabulary;
+      const words: Record<string, string> = { Timeout: v.timeout, MemorySize: v.memorySize };
       const missing = ['Timeout', 'MemorySize'].filter((k) => index.props(id)[k] === undefined);
+      const named = missing.map((k) => words[k] ?? k);
       return finding(
         id,
         missing.length === 0,
-        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${missing.join(' or ')}: set ${missing.join(' and ')} (Timeout in seconds above the slowest job's outbound timeouts, MemorySize in MB) instead of Lambda's 3 s / 128 MB defaults`}`,
+        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${named.join(' or ')}: ${v.setLimits ?? `set ${named.join(' and ')}`} (${v.timeout} in seconds above the slowest job's outbound timeouts, ${v.memorySize} in MB) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s / ${v.defaultMemoryMb} MB defaults`}`,
       );
     }),
 };

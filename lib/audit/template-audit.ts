@@ -13,6 +13,7 @@ import {
   TemplateIndex,
   ruleId,
   type TemplateAuditOptions,
+  type TemplateVocabulary,
   type TemplateModel,
   type TemplateResource,
 } from './rules';
@@ -32,6 +33,15 @@ export interface StackTemplate {
   readonly lineOf?: (path: readonly string[]) => number | undefined;
   /** For a nested stack: its parent's name and the `AWS::CloudFormation::Stack` resource in it. */
   readonly parent?: { readonly stack: string; readonly logicalId: string };
+  /**
+   * For a template read from another format (a serverless.yml): where each resource came from in
+   * the file, overriding `Resources.<id>`.
+   */
+  readonly origins?: ReadonlyMap<string, ResourceOrigin>;
+  /** For such a template: by logical id, by property, what its format left unresolved (its variables). */
+  readonly unresolved?: ReadonlyMap<string, ReadonlyMap<string, ReadonlySet<string>>>;
+  /** The format's words and defaults, when not CloudFormation's. */
+  readonly vocabulary?: TemplateVocabulary;
 }
 
 /** What the template rules found: the checklist, and each failing or not-checkable finding located. */
@@ -52,7 +62,9 @@ function isRecord(value: unknown): value is Json {
 /** Checks the shape a rule relies on: `Resources` whose entries have a string `Type`. */
 export function toTemplateModel(template: unknown): TemplateModel {
   if (!isRecord(template) || !isRecord(template.Resources)) {
-    throw new TemplateFormatError('not a CloudFormation template: no Resources object');
+    throw new TemplateFormatError(
+      'not a CloudFormation template: no Resources object (nor a serverless.yml: no service with provider or functions)',
+    );
   }
   const bad = Object.entries(template.Resources)
     .filter(([, r]) => !isRecord(r) || typeof r.Type !== 'string')
@@ -227,7 +239,8 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
     const parameters = isRecord(expanded.template.Parameters) ? expanded.template.Parameters : {};
     // S<n>Z: letters and digits only (Fn::Sub names must stay word characters), and never ambiguous.
     const prefix = several ? `S${i}Z` : '';
-    return { stack, prefix, resources, outputs, parameters, origins: expanded.origins, children: new Map() };
+    const origins = new Map([...expanded.origins, ...(stack.origins ?? [])]);
+    return { stack, prefix, resources, outputs, parameters, origins, children: new Map() };
   });
   const byName = new Map(contexts.map((c) => [c.stack.name, c]));
   for (const context of contexts) {
@@ -263,6 +276,9 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
         Type: String(resource.Type),
         Properties: rewritten,
       } as TemplateResource;
+      // What the input's own format could not resolve (a serverless.yml's variables) is unknown too.
+      for (const [property, what] of context.stack.unresolved?.get(id) ?? [])
+        byProperty.set(property, new Set([...(byProperty.get(property) ?? []), ...what]));
       if (byProperty.size > 0) unresolved.set(mergedId, byProperty);
       const origin = context.origins.get(id) ?? { display: id, path: ['Resources', id] };
       located.set(mergedId, {
@@ -305,7 +321,8 @@ export function auditTemplates(
   options: TemplateAuditOptions = {},
 ): TemplateAudit {
   const { model, located, unresolved } = mergeStacks(stacks);
-  const index = new TemplateIndex(model, options);
+  const vocabulary = options.vocabulary ?? stacks.find((s) => s.vocabulary !== undefined)?.vocabulary;
+  const index = new TemplateIndex(model, vocabulary === undefined ? options : { ...options, vocabulary });
   const rename = renamer(located);
   const findings: AuditFinding[] = [];
   const items = [...TEMPLATE_RULES, ...CONFIG_TEMPLATE_RULES].map((rule) => {

@@ -6,6 +6,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { SERVERLESS_VOCABULARY, isServerlessConfig, readServerlessConfig } from './serverless';
 import type { StackTemplate } from './template-audit';
 import { TemplateFormatError, parseTemplateText } from './template-text';
 
@@ -20,15 +21,30 @@ function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A template from its text; `name` is the file (or `stdin`) it came from. */
+/** What `readTemplateText` calls the text of stdin. */
+export const STDIN_NAME = 'stdin';
+
+/**
+ * A template from its text; `name` is the file (or `stdin`) it came from. A Serverless Framework
+ * service (`service` and `provider`/`functions`, no `Resources`) is read into the template the
+ * framework would generate (serverless.ts); `${file(…)}` includes resolve next to the file.
+ */
 export function readTemplateText(text: string, name: string): StackTemplate {
   const { template, lineOf } = parseTemplateText(text, name);
-  return {
-    name: path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, ''),
-    file: name,
-    template,
-    lineOf,
-  };
+  const stackName = path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, '');
+  if (isServerlessConfig(template)) {
+    const read = readServerlessConfig(template, name === STDIN_NAME ? undefined : name);
+    return {
+      name: stackName,
+      file: name,
+      template: read.template,
+      lineOf,
+      origins: read.origins,
+      unresolved: read.unresolved,
+      vocabulary: SERVERLESS_VOCABULARY,
+    };
+  }
+  return { name: stackName, file: name, template, lineOf };
 }
 
 /** Reads a template file, or every stack of a cloud assembly directory. */

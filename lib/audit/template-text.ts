@@ -8,7 +8,7 @@
  * line costs one walk down the document. YAML 1.2's core schema is used: `2012-10-17` stays a
  * string (YAML 1.1 would make it a date), as CloudFormation reads it.
  */
-import { LineCounter, isMap, parseDocument, type Document, type Node, type Tags } from 'yaml';
+import { LineCounter, isMap, isSeq, parseDocument, type Document, type Node, type Tags } from 'yaml';
 
 /** Raised when the input is not a CloudFormation template with a Resources section. */
 export class TemplateFormatError extends Error {
@@ -84,6 +84,13 @@ function lineFinder(document: Document | undefined, counter: LineCounter): Templ
     let node: unknown = document?.contents;
     let offset: number | undefined;
     for (const key of path) {
+      // A list's item by its index (a serverless.yml's `events`): the line of the item itself.
+      if (isSeq(node) && /^\d+$/.test(key)) {
+        const item = node.items[Number(key)] as Node | undefined;
+        offset = item?.range?.[0] ?? offset;
+        node = item;
+        continue;
+      }
       if (!isMap(node)) return undefined;
       const pair = node.items.find((p) => (p.key as { value?: unknown } | null)?.value === key);
       if (pair === undefined) return undefined;

@@ -4,7 +4,8 @@
  * synthesizes the app offline and audits it with the declaration its template carries (no AWS);
  * elsewhere it synthesizes the declaration's stack (TENANG_PIPELINE or the deployed stack's) for
  * the context's stage and audits that template plus the pipeline config; with one it audits any
- * CloudFormation template — JSON or YAML, SAM, a cdk.out directory, or `-` for stdin
+ * CloudFormation template — JSON or YAML, SAM, a Serverless Framework serverless.yml, a cdk.out
+ * directory, or `-` for stdin
  * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
  * AWS APIs (the same rules, see lib/audit/live-audit.ts) plus the pipeline config. Exits 1
  * (CommandFailedError) when an error-level rule fails, 2 when the input cannot be read (with
@@ -83,11 +84,13 @@ Exit codes: 0 nothing failed at error level (warnings and not-checkable rules ar
 on stdout), 3 no usable AWS credentials (--live).
 
 Inputs: a CloudFormation template in JSON or YAML (short-form tags such as !Ref, !GetAtt, !Sub),
-a SAM template (Transform: AWS::Serverless-2016-10-31), a cdk.out directory (every stack, nested
-stacks and Fn::ImportValue between them), or - for stdin.
+a SAM template (Transform: AWS::Serverless-2016-10-31), a Serverless Framework serverless.yml
+(read as the CloudFormation it generates, without the framework), a cdk.out directory (every
+stack, nested stacks and Fn::ImportValue between them), or - for stdin.
 
 Examples:
   $ tenang audit template.yaml --format sarif > audit.sarif
+  $ tenang audit serverless.yml
   $ cdk synth | tenang audit -
   $ tenang audit --template cdk.out --format markdown`;
 
@@ -102,9 +105,12 @@ export const auditCommand =
     const audit = program
       .command('audit')
       .description(
-        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
+        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template, serverless.yml or cdk.out) against the worker-queue checklist',
       )
-      .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
+      .argument(
+        '[template]',
+        'a template file (JSON or YAML, SAM, serverless.yml), a cdk.out directory, or - for stdin',
+      )
       .option('--template <path>', 'the same as the [template] argument')
       .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
       .option('--json', 'print the checklist as JSON (the same as --format json)')
