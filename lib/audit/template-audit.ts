@@ -32,6 +32,18 @@ export interface StackTemplate {
   readonly lineOf?: (path: readonly string[]) => number | undefined;
   /** For a nested stack: its parent's name and the `AWS::CloudFormation::Stack` resource in it. */
   readonly parent?: { readonly stack: string; readonly logicalId: string };
+  /**
+   * For a template built from another format (Terraform): how findings name a resource (its
+   * address) and where it is written, by logical id; a SAM expansion's names otherwise.
+   */
+  readonly locate?: (
+    logicalId: string,
+  ) => { readonly display: string; readonly file?: string; readonly line?: number } | undefined;
+  /**
+   * The input format's words for the CloudFormation words the rules write (`VisibilityTimeout` →
+   * `visibility_timeout_seconds`): replaced in each finding's text, longest first, as whole words.
+   */
+  readonly vocabulary?: Readonly<Record<string, string>>;
 }
 
 /** What the template rules found: the checklist, and each failing or not-checkable finding located. */
@@ -265,11 +277,13 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
       } as TemplateResource;
       if (byProperty.size > 0) unresolved.set(mergedId, byProperty);
       const origin = context.origins.get(id) ?? { display: id, path: ['Resources', id] };
+      const own = context.stack.locate?.(id);
+      const display = own?.display ?? origin.display;
       located.set(mergedId, {
-        display: several ? `${context.stack.name}/${origin.display}` : origin.display,
+        display: several ? `${context.stack.name}/${display}` : display,
         stack: several ? context.stack.name : undefined,
-        file: context.stack.file,
-        line: context.stack.lineOf?.(origin.path),
+        file: own?.file ?? context.stack.file,
+        line: own === undefined ? context.stack.lineOf?.(origin.path) : own.line,
       });
     }
     // A nested stack not given: what it holds is unknown to every rule (`*`).
@@ -285,6 +299,23 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
     }
   }
   return { model: { Resources: resources, Parameters: parameters }, located, unresolved };
+}
+
+/** Replaces CloudFormation's words by an input format's (StackTemplate.vocabulary), longest first. */
+function translator(stacks: readonly StackTemplate[]): (text: string) => string {
+  const words = Object.entries(Object.assign({}, ...stacks.map((s) => s.vocabulary ?? {})) as Record<string, string>).sort(
+    ([a], [b]) => b.length - a.length,
+  );
+  if (words.length === 0) return (text) => text;
+  const edge = (c: string | undefined): boolean => c !== undefined && /\w/.test(c);
+  const pattern = new RegExp(
+    words
+      .map(([from]) => `${edge(from[0]) ? '(?<!\\w)' : ''}${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${edge(from.at(-1)) ? '(?!\\w)' : ''}`)
+      .join('|'),
+    'g',
+  );
+  const to = new Map(words);
+  return (text) => text.replace(pattern, (word) => to.get(word) ?? word);
 }
 
 /** Replaces merged ids in a text by the names the user knows, longest first. */
@@ -306,7 +337,9 @@ export function auditTemplates(
 ): TemplateAudit {
   const { model, located, unresolved } = mergeStacks(stacks);
   const index = new TemplateIndex(model, options);
-  const rename = renamer(located);
+  const renameIds = renamer(located);
+  const translate = translator(stacks);
+  const rename = (text: string): string => translate(renameIds(text));
   const findings: AuditFinding[] = [];
   const items = [...TEMPLATE_RULES, ...CONFIG_TEMPLATE_RULES].map((rule) => {
     const id = ruleId(rule);
@@ -330,7 +363,7 @@ export function auditTemplates(
         resource: display,
         compliant: true,
         checkable: false,
-        why: `${display}: ${what.join('; ')}: not checkable from the input`,
+        why: rename(`${display}: ${what.join('; ')}: not checkable from the input`),
         logicalId,
       });
     }

@@ -7,6 +7,14 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { StackTemplate } from './template-audit';
+import {
+  isTerraformDirectory,
+  isTerraformPlan,
+  looksLikeHcl,
+  readTerraformPlan,
+  readTerraformSource,
+  readTerraformText,
+} from './terraform';
 import { TemplateFormatError, parseTemplateText } from './template-text';
 
 /** A cloud assembly's stack artifact type (manifest.json). */
@@ -20,9 +28,14 @@ function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A template from its text; `name` is the file (or `stdin`) it came from. */
+/**
+ * A template from its text; `name` is the file (or `stdin`) it came from. Terraform HCL text and
+ * a Terraform plan's JSON (`terraform show -json`) are read as Terraform (terraform.ts).
+ */
 export function readTemplateText(text: string, name: string): StackTemplate {
+  if (looksLikeHcl(text)) return readTerraformText(text, name);
   const { template, lineOf } = parseTemplateText(text, name);
+  if (isTerraformPlan(template)) return readTerraformPlan(template, name);
   return {
     name: path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, ''),
     file: name,
@@ -31,9 +44,17 @@ export function readTemplateText(text: string, name: string): StackTemplate {
   };
 }
 
-/** Reads a template file, or every stack of a cloud assembly directory. */
+/**
+ * Reads a template file, every stack of a cloud assembly directory, or a Terraform configuration
+ * (a directory holding .tf files, or one .tf file).
+ */
 export function readTemplateSource(source: string): StackTemplate[] {
-  if (fs.statSync(source).isDirectory()) return readCloudAssembly(source);
+  if (fs.statSync(source).isDirectory()) {
+    if (!fs.existsSync(path.join(source, 'manifest.json')) && isTerraformDirectory(source))
+      return [readTerraformSource(source)];
+    return readCloudAssembly(source);
+  }
+  if (source.endsWith('.tf')) return [readTerraformSource(source)];
   return [readTemplateText(fs.readFileSync(source, 'utf8'), source)];
 }
 
