@@ -78,7 +78,7 @@ export const TERRAFORM_VOCABULARY: Readonly<Record<string, string>> = {
   'TimeToLiveSpecification { Enabled: true, AttributeName: <the expiry attribute the code writes> }':
     'ttl { enabled = true, attribute_name = "<the expiry attribute the code writes>" }',
   'its template was not given, so the resources of nested stack':
-    'its source is not a local path, so the resources of module',
+    'its source is not a local path (the audit reads no registry or remote module), so the resources of',
   'not defined in this template': 'not defined in this configuration',
   'not in the template': 'not in the configuration',
   'the template does not fix': 'the configuration does not fix',
@@ -722,11 +722,15 @@ function planValues(
   expressions: Json,
   address: string,
   resolveRef: (reference: string) => ResourceRef | undefined,
+  configured: boolean,
   at = '',
 ): TfValue {
   if (unknown === true) {
     const attribute = at.split('.')[0] ?? '';
     const expression = expressions[attribute];
+    // Computed by the provider and not written: unset as far as the configuration goes (a queue's
+    // redrive_policy shows as unknown in every plan, though nothing sets it).
+    if (configured && !at.includes('.') && expression === undefined) return undefined;
     const refs = isRecord(expression) && Array.isArray(expression.references) ? expression.references : [];
     for (const ref of refs) {
       const found = typeof ref === 'string' ? resolveRef(ref) : undefined;
@@ -736,7 +740,7 @@ function planValues(
   }
   if (Array.isArray(values))
     return values.map((v, i) =>
-      planValues(v, Array.isArray(unknown) ? unknown[i] : undefined, {}, address, resolveRef, `${at}[${i}]`),
+      planValues(v, Array.isArray(unknown) ? unknown[i] : undefined, {}, address, resolveRef, configured, `${at}[${i}]`),
     );
   if (isRecord(values) || isRecord(unknown)) {
     const known = isRecord(values) ? values : {};
@@ -745,12 +749,17 @@ function planValues(
     return Object.fromEntries(
       [...keys].map((k) => [
         k,
-        planValues(known[k], unknownOf[k], at === '' ? expressions : {}, address, resolveRef, at === '' ? k : `${at}.${k}`),
+        planValues(known[k], unknownOf[k], at === '' ? expressions : {}, address, resolveRef, configured, at === '' ? k : `${at}.${k}`),
       ]),
     );
   }
   return values as TfValue;
 }
+
+/** Attributes a rule reads only when the configuration writes them (a plan shows their defaults too). */
+const WRITTEN_ONLY: Readonly<Record<string, readonly string[]>> = {
+  aws_lambda_function: ['timeout', 'memory_size'],
+};
 
 /** The configuration block of a module path (`module.a.module.b`) in a plan's `configuration`. */
 function configurationModule(plan: Json, modulePath: string): Json | undefined {
@@ -795,10 +804,16 @@ export function readTerraformPlan(plan: Json, name: string): StackTemplate {
       const found = addresses.has(target) ? target : [...addresses].find((a) => a.startsWith(`${target}[`));
       return found === undefined || attribute.length === 0 ? undefined : new ResourceRef(found, attribute.join('.'));
     };
+    // A plan fills in the provider's defaults: an attribute the configuration does not write is
+    // dropped where a rule asks whether it was written (D4: timeout and memory_size).
+    const unwritten = own === undefined ? [] : (WRITTEN_ONLY[p.type] ?? []).filter((a) => !(a in expressions));
     model.add({
       address: p.address,
       type: p.type,
-      body: () => planValues(p.values, changes.get(p.address), expressions, p.address, resolveRef) as Record<string, TfValue>,
+      body: () => {
+        const body = planValues(p.values, changes.get(p.address), expressions, p.address, resolveRef, own !== undefined) as Record<string, TfValue>;
+        return Object.fromEntries(Object.entries(body).filter(([k]) => !unwritten.includes(k)));
+      },
     });
   }
   return toStackTemplate(model, name.replace(/\.json$/i, ''), name);

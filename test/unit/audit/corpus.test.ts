@@ -24,11 +24,15 @@ interface Judged {
 }
 
 interface CorpusTemplate {
-  /** A template file, or a cloud assembly directory (`format: cdk-out`). */
+  /** A template file, or a directory: a cloud assembly (`format: cdk-out`), a Terraform configuration (`terraform-hcl`). */
   readonly file: string;
-  /** The file's sha256; for a cloud assembly directory, that of its manifest.json. */
+  readonly format: string;
+  /**
+   * The file's sha256; for a directory, that of its primary file (PRIMARY_FILES: a cloud
+   * assembly's manifest.json, a Terraform configuration's main.tf).
+   */
   readonly sha256: string;
-  /** For a cloud assembly directory: the sha256 of each other file copied into it. */
+  /** For a directory: the sha256 of each other file copied into it, by its path in the directory. */
   readonly files?: Readonly<Record<string, string>>;
   readonly flaws: readonly Judged[];
   readonly clean: readonly Judged[];
@@ -54,16 +58,28 @@ const pair = (rule: string, resource: string): string => `${rule} ${resource}`;
 
 const sha256 = (file: string): string => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
+/** The file of a directory entry whose sha256 is the entry's `sha256`, by format. */
+const PRIMARY_FILES: Readonly<Record<string, string>> = { 'cdk-out': 'manifest.json', 'terraform-hcl': 'main.tf' };
+
+/** Every file under a directory, by its path relative to it (`/`-separated). */
+function filesUnder(directory: string, prefix = ''): string[] {
+  return fs.readdirSync(path.join(directory, prefix), { withFileTypes: true }).flatMap((d) => {
+    const relative = prefix === '' ? d.name : `${prefix}/${d.name}`;
+    return d.isDirectory() ? filesUnder(directory, relative) : [relative];
+  });
+}
+
 /**
  * The files of a corpus entry that differ from what was judged: a template file by its sha256; a
- * cloud assembly directory by its manifest.json's sha256 and that of every other file it lists
- * under `files`, and by holding no file it does not list.
+ * directory by its primary file's sha256 and that of every other file it lists under `files`,
+ * and by holding no file it does not list.
  */
 function changedFiles(template: CorpusTemplate): string[] {
   const entry = path.join(CORPUS_DIR, template.file);
   if (!fs.statSync(entry).isDirectory()) return sha256(entry) === template.sha256 ? [] : [template.file];
-  const listed = new Map(Object.entries({ ...template.files, 'manifest.json': template.sha256 }));
-  const present = fs.readdirSync(entry);
+  const primary = PRIMARY_FILES[template.format] ?? 'manifest.json';
+  const listed = new Map(Object.entries({ ...template.files, [primary]: template.sha256 }));
+  const present = filesUnder(entry);
   return [
     ...[...listed]
       .filter(([f, digest]) => !present.includes(f) || sha256(path.join(entry, f)) !== digest)
@@ -75,7 +91,7 @@ function changedFiles(template: CorpusTemplate): string[] {
 /** One template's findings, by `rule resource` pairs, rule ids without the prefix. */
 function auditCorpusTemplate(file: string): { failing: Set<string>; unknown: Set<string> } {
   // readTemplateSource is what `tenang audit <file>` reads a file with (lib/ops/audit.ts readAuditInput),
-  // a cloud assembly directory included (its manifest.json's stacks).
+  // a cloud assembly directory (its manifest.json's stacks) and a Terraform configuration included.
   const { findings } = auditTemplates(readTemplateSource(path.join(CORPUS_DIR, file)));
   const key = (f: AuditFinding): string =>
     pair(f.ruleId.slice(corpus.rulePrefix.length), corpusName(f.resource));
