@@ -303,14 +303,17 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
 
 /** Replaces CloudFormation's words by an input format's (StackTemplate.vocabulary), longest first. */
 function translator(stacks: readonly StackTemplate[]): (text: string) => string {
-  const words = Object.entries(Object.assign({}, ...stacks.map((s) => s.vocabulary ?? {})) as Record<string, string>).sort(
-    ([a], [b]) => b.length - a.length,
-  );
+  const words = Object.entries(
+    Object.assign({}, ...stacks.map((s) => s.vocabulary ?? {})) as Record<string, string>,
+  ).sort(([a], [b]) => b.length - a.length);
   if (words.length === 0) return (text) => text;
   const edge = (c: string | undefined): boolean => c !== undefined && /\w/.test(c);
   const pattern = new RegExp(
     words
-      .map(([from]) => `${edge(from[0]) ? '(?<!\\w)' : ''}${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${edge(from.at(-1)) ? '(?!\\w)' : ''}`)
+      .map(
+        ([from]) =>
+          `${edge(from[0]) ? '(?<!\\w)' : ''}${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${edge(from.at(-1)) ? '(?!\\w)' : ''}`,
+      )
       .join('|'),
     'g',
   );

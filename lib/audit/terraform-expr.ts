@@ -215,7 +215,10 @@ class Evaluator {
 
   private peek(value?: string): boolean {
     const t = this.tokens[this.position];
-    return t !== undefined && (value === undefined || ((t.kind === 'punct' || t.kind === 'ident') && t.value === value));
+    return (
+      t !== undefined &&
+      (value === undefined || ((t.kind === 'punct' || t.kind === 'ident') && t.value === value))
+    );
   }
 
   private take(value: string): void {
@@ -304,11 +307,15 @@ class Evaluator {
   private unary(): TfValue {
     if (this.accept('!')) {
       const value = this.unary();
-      return typeof value === 'boolean' ? !value : (firstUnresolved([value]) ?? new Unresolved(`"${this.source}" is not a boolean`));
+      return typeof value === 'boolean'
+        ? !value
+        : (firstUnresolved([value]) ?? new Unresolved(`"${this.source}" is not a boolean`));
     }
     if (this.accept('-')) {
       const value = this.unary();
-      return typeof value === 'number' ? -value : (firstUnresolved([value]) ?? new Unresolved(`"${this.source}" is not a number`));
+      return typeof value === 'number'
+        ? -value
+        : (firstUnresolved([value]) ?? new Unresolved(`"${this.source}" is not a number`));
     }
     return this.postfix();
   }
@@ -366,7 +373,9 @@ class Evaluator {
     const { root, steps, text } = t;
     const names = steps.map((s) => (typeof s === 'string' ? s : undefined));
     const walk = (value: TfValue, from: number): TfValue =>
-      steps.slice(from).reduce<TfValue>((v, s) => step(v, typeof s === 'string' ? s : (s as TfValue[])[0]), value);
+      steps
+        .slice(from)
+        .reduce<TfValue>((v, s) => step(v, typeof s === 'string' ? s : (s as TfValue[])[0]), value);
     switch (root) {
       case 'var': {
         const name = names[0];
@@ -395,8 +404,11 @@ class Evaluator {
         return this.scope.iteration?.index ?? new Unresolved(`${text} outside a counted resource`);
       case 'each': {
         const iteration = this.scope.iteration;
-        const value = names[0] === 'key' ? iteration?.key : names[0] === 'value' ? iteration?.value : undefined;
-        return value === undefined ? new Unresolved(`${text} of a for_each the configuration does not fix`) : walk(value, 1);
+        const value =
+          names[0] === 'key' ? iteration?.key : names[0] === 'value' ? iteration?.value : undefined;
+        return value === undefined
+          ? new Unresolved(`${text} of a for_each the configuration does not fix`)
+          : walk(value, 1);
       }
       case 'true':
       case 'false':
@@ -467,7 +479,10 @@ class Evaluator {
     while (!this.accept('}')) {
       const keyToken = this.tokens[this.position];
       let key: TfValue;
-      if (keyToken?.kind === 'ident' && (this.tokens[this.position + 1] as { value?: string } | undefined)?.value?.match(/^[=:]$/)) {
+      if (
+        keyToken?.kind === 'ident' &&
+        (this.tokens[this.position + 1] as { value?: string } | undefined)?.value?.match(/^[=:]$/)
+      ) {
         key = keyToken.value;
         this.position += 1;
       } else key = this.expression();
@@ -513,7 +528,8 @@ class Evaluator {
 function step(value: TfValue, key: TfValue): TfValue {
   if (value instanceof Unresolved) return value;
   if (key instanceof Unresolved) return key;
-  if (value instanceof ResourceRef) return typeof key === 'string' ? new ResourceRef(value.address, `${value.attribute}.${key}`) : value;
+  if (value instanceof ResourceRef)
+    return typeof key === 'string' ? new ResourceRef(value.address, `${value.attribute}.${key}`) : value;
   if (Array.isArray(value) && typeof key === 'number') return value[key];
   if (isPlainObject(value) && (typeof key === 'string' || typeof key === 'number')) return value[String(key)];
   return new Unresolved(`${JSON.stringify(key)} of a value the configuration does not fix`);
@@ -536,7 +552,9 @@ function callFunction(name: string, args: readonly TfValue[], scope: Scope): TfV
       }
       return first;
     case 'tonumber':
-      return typeof first === 'string' && first.trim() !== '' && !Number.isNaN(Number(first)) ? Number(first) : first;
+      return typeof first === 'string' && first.trim() !== '' && !Number.isNaN(Number(first))
+        ? Number(first)
+        : first;
     case 'tostring':
       return typeof first === 'number' || typeof first === 'boolean' ? String(first) : first;
     case 'tobool':
@@ -570,20 +588,31 @@ function callFunction(name: string, args: readonly TfValue[], scope: Scope): TfV
     case 'min':
     case 'max': {
       const numbers = args.filter((a): a is number => typeof a === 'number');
-      if (numbers.length !== args.length) return firstUnresolved(args) ?? new Unresolved(`${name}() of values the configuration does not fix`);
+      if (numbers.length !== args.length)
+        return firstUnresolved(args) ?? new Unresolved(`${name}() of values the configuration does not fix`);
       return name === 'min' ? Math.min(...numbers) : Math.max(...numbers);
     }
     case 'length':
-      return Array.isArray(first) ? first.length : typeof first === 'string' ? first.length : isPlainObject(first) ? Object.keys(first).length : (firstUnresolved(args) ?? new Unresolved('length() of a value known after apply'));
+      return Array.isArray(first)
+        ? first.length
+        : typeof first === 'string'
+          ? first.length
+          : isPlainObject(first)
+            ? Object.keys(first).length
+            : (firstUnresolved(args) ?? new Unresolved('length() of a value known after apply'));
     case 'format': {
-      if (typeof first !== 'string' || firstUnresolved(args) !== undefined) return firstUnresolved(args) ?? new Unresolved('format() of a value known after apply');
+      if (typeof first !== 'string' || firstUnresolved(args) !== undefined)
+        return firstUnresolved(args) ?? new Unresolved('format() of a value known after apply');
       let n = 1;
       return first.replace(/%[sd]/g, () => String(args[n++] ?? ''));
     }
     case 'file': {
-      if (typeof first !== 'string') return firstUnresolved(args) ?? new Unresolved('file() of a path known after apply');
+      if (typeof first !== 'string')
+        return firstUnresolved(args) ?? new Unresolved('file() of a path known after apply');
       const file = path.isAbsolute(first) ? first : path.resolve(scope.directory, first);
-      return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : new Unresolved(`file("${first}") is not in the input`);
+      return fs.existsSync(file)
+        ? fs.readFileSync(file, 'utf8')
+        : new Unresolved(`file("${first}") is not in the input`);
     }
     default:
       return new Unresolved(`${name}() is not evaluated by the audit`);
@@ -604,7 +633,8 @@ function evaluateTemplate(parts: readonly TemplatePart[], scope: Scope): TfValue
     if (value instanceof Unresolved) out.push(`\${${part.expr.trim()}}`);
     else if (value instanceof ResourceRef) out.push(value);
     else if (value instanceof Joined) out.push(...value.parts);
-    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out.push(String(value));
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      out.push(String(value));
     else out.push(`\${${part.expr.trim()}}`);
   }
   const merged: (string | ResourceRef)[] = [];
@@ -621,7 +651,8 @@ export function evaluateExpression(source: string, scope: Scope): TfValue {
   try {
     return new Evaluator(tokenize(source), scope, source.trim()).run();
   } catch (error) {
-    if (error instanceof SyntaxError) return new Unresolved(`"${source.trim()}" is not evaluated by the audit`);
+    if (error instanceof SyntaxError)
+      return new Unresolved(`"${source.trim()}" is not evaluated by the audit`);
     throw error;
   }
 }
@@ -631,7 +662,8 @@ export function evaluateExpression(source: string, scope: Scope): TfValue {
  * arrays and objects are evaluated inside; other values are literals.
  */
 export function evaluateValue(value: unknown, scope: Scope): TfValue {
-  if (typeof value === 'string') return value.includes('${') || value.includes('%{') ? evaluateTemplateText(value, scope) : value;
+  if (typeof value === 'string')
+    return value.includes('${') || value.includes('%{') ? evaluateTemplateText(value, scope) : value;
   if (Array.isArray(value)) return value.map((v) => evaluateValue(v, scope));
   if (typeof value === 'object' && value !== null)
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, evaluateValue(v, scope)]));
@@ -676,7 +708,11 @@ function putBack(value: unknown, values: readonly TfValue[]): TfValue {
     });
     if (resolved.length === 1) return resolved[0];
     const parts: (string | ResourceRef)[] = resolved.flatMap((r) =>
-      r instanceof ResourceRef ? [r] : r instanceof Joined ? [...r.parts] : [typeof r === 'string' || typeof r === 'number' ? String(r) : '${…}'],
+      r instanceof ResourceRef
+        ? [r]
+        : r instanceof Joined
+          ? [...r.parts]
+          : [typeof r === 'string' || typeof r === 'number' ? String(r) : '${…}'],
     );
     return parts.every((p) => typeof p === 'string') ? parts.join('') : new Joined(parts);
   }

@@ -24,14 +24,7 @@ import * as path from 'node:path';
 import { UNKNOWN_VALUE_KEY } from './rules';
 import type { StackTemplate } from './template-audit';
 import { TemplateFormatError } from './template-text';
-import {
-  Joined,
-  ResourceRef,
-  Unresolved,
-  evaluateValue,
-  type Scope,
-  type TfValue,
-} from './terraform-expr';
+import { Joined, ResourceRef, Unresolved, evaluateValue, type Scope, type TfValue } from './terraform-expr';
 
 type Json = Record<string, unknown>;
 
@@ -56,7 +49,7 @@ export const TERRAFORM_VOCABULARY: Readonly<Record<string, string>> = {
   'Timeout in seconds': 'timeout in seconds',
   'MemorySize in MB': 'memory_size in MB',
   MaximumBatchingWindowInSeconds: 'maximum_batching_window_in_seconds',
-  'RedrivePolicy { deadLetterTargetArn: <a DLQ\'s Arn>, maxReceiveCount: 2–20 }':
+  "RedrivePolicy { deadLetterTargetArn: <a DLQ's Arn>, maxReceiveCount: 2–20 }":
     'redrive_policy = jsonencode({ deadLetterTargetArn = aws_sqs_queue.<dlq>.arn, maxReceiveCount = 2–20 })',
   RedrivePolicy: 'redrive_policy',
   'BisectBatchOnFunctionError: true': 'bisect_batch_on_function_error = true',
@@ -84,7 +77,7 @@ export const TERRAFORM_VOCABULARY: Readonly<Record<string, string>> = {
   'the template does not fix': 'the configuration does not fix',
   'the template cannot': 'the configuration cannot',
   'no AWS::CloudWatch::Alarm in the template': 'no aws_cloudwatch_metric_alarm in the configuration',
-  'CDK: queue.grantSendMessages(fn), or a role policy statement sqs:SendMessage on the queue\'s Arn':
+  "CDK: queue.grantSendMessages(fn), or a role policy statement sqs:SendMessage on the queue's Arn":
     'an aws_iam_role_policy statement sqs:SendMessage on aws_sqs_queue.<name>.arn',
 };
 
@@ -222,7 +215,8 @@ function toCfn(model: Model, value: TfValue): unknown {
     return { 'Fn::Sub': text };
   }
   if (Array.isArray(value)) return value.map((v: TfValue) => toCfn(model, v));
-  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toCfn(model, v as TfValue)]));
+  if (isRecord(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toCfn(model, v as TfValue)]));
   return value;
 }
 
@@ -237,9 +231,13 @@ function block(value: TfValue): Record<string, TfValue> | undefined {
 }
 
 /** Copies the attributes given into CloudFormation property names, skipping the unset ones. */
-function pick(body: Record<string, TfValue>, names: Readonly<Record<string, string>>): Record<string, TfValue> {
+function pick(
+  body: Record<string, TfValue>,
+  names: Readonly<Record<string, string>>,
+): Record<string, TfValue> {
   const out: Record<string, TfValue> = {};
-  for (const [tf, cfn] of Object.entries(names)) if (body[tf] !== undefined && body[tf] !== null) out[cfn] = body[tf];
+  for (const [tf, cfn] of Object.entries(names))
+    if (body[tf] !== undefined && body[tf] !== null) out[cfn] = body[tf];
   return out;
 }
 
@@ -304,7 +302,9 @@ function properties(type: string, b: Record<string, TfValue>): Record<string, Tf
           runtime: 'Runtime',
           handler: 'Handler',
         }),
-        ...(environment?.variables === undefined ? {} : { Environment: { Variables: environment.variables } }),
+        ...(environment?.variables === undefined
+          ? {}
+          : { Environment: { Variables: environment.variables } }),
         ...(dlq === undefined ? {} : { DeadLetterConfig: { TargetArn: dlq.target_arn } }),
       };
     }
@@ -335,7 +335,9 @@ function properties(type: string, b: Record<string, TfValue>): Record<string, Tf
     }
     case 'aws_cloudwatch_metric_alarm': {
       const dimensions = (value: TfValue): TfValue =>
-        isRecord(value) ? Object.entries(value).map(([Name, Value]) => ({ Name, Value: Value as TfValue })) : value;
+        isRecord(value)
+          ? Object.entries(value).map(([Name, Value]) => ({ Name, Value: Value as TfValue }))
+          : value;
       const queries = Array.isArray(b.metric_query) ? (b.metric_query as TfValue[]) : [];
       return {
         ...pick(b, {
@@ -396,7 +398,9 @@ function properties(type: string, b: Record<string, TfValue>): Record<string, Tf
         ...pick(b, { name: 'TableName' }),
         ...(ttl === undefined
           ? {}
-          : { TimeToLiveSpecification: { Enabled: ttl.enabled ?? false, AttributeName: ttl.attribute_name } }),
+          : {
+              TimeToLiveSpecification: { Enabled: ttl.enabled ?? false, AttributeName: ttl.attribute_name },
+            }),
         ...(b.stream_enabled === true ? { StreamSpecification: { StreamViewType: b.stream_view_type } } : {}),
       };
     }
@@ -444,7 +448,9 @@ function properties(type: string, b: Record<string, TfValue>): Record<string, Tf
 function toStackTemplate(model: Model, name: string, file: string | undefined): StackTemplate {
   const resources: Record<string, Json> = {};
   const where = new Map<string, { display: string; file?: string; line?: number }>();
-  const bodies = new Map(model.resources.map((r) => [r.address, r.remoteModule === undefined ? r.body() : {}]));
+  const bodies = new Map(
+    model.resources.map((r) => [r.address, r.remoteModule === undefined ? r.body() : {}]),
+  );
   // Attachments put on their role, redrive policies on their queue, after every resource is known.
   const extraPolicyArns = new Map<string, TfValue[]>();
   const redrives = new Map<string, TfValue>();
@@ -475,7 +481,10 @@ function toStackTemplate(model: Model, name: string, file: string | undefined): 
     const props = properties(r.type, b);
     const arns = extraPolicyArns.get(r.address);
     if (arns !== undefined)
-      props.ManagedPolicyArns = [...(Array.isArray(props.ManagedPolicyArns) ? (props.ManagedPolicyArns as TfValue[]) : []), ...arns];
+      props.ManagedPolicyArns = [
+        ...(Array.isArray(props.ManagedPolicyArns) ? (props.ManagedPolicyArns as TfValue[]) : []),
+        ...arns,
+      ];
     const redrive = redrives.get(r.address);
     if (redrive !== undefined && props.RedrivePolicy === undefined) props.RedrivePolicy = redrive;
     resources[id] = {
@@ -508,7 +517,10 @@ function readModuleDirectory(directory: string): ModuleFiles {
     .filter((f) => f.endsWith('.tf') && fs.statSync(path.join(directory, f)).isFile())
     .sort();
   if (names.length === 0) throw new TemplateFormatError(`${directory} holds no .tf file`);
-  const texts = names.map((f) => ({ name: path.join(directory, f), text: fs.readFileSync(path.join(directory, f), 'utf8') }));
+  const texts = names.map((f) => ({
+    name: path.join(directory, f),
+    text: fs.readFileSync(path.join(directory, f), 'utf8'),
+  }));
   const parsed = parseHclFiles(texts);
   return {
     directory,
@@ -517,12 +529,17 @@ function readModuleDirectory(directory: string): ModuleFiles {
 }
 
 /** Every `<kind> "<name>" { … }` block of a module's files (hcl2json gives each as a one-element list). */
-function blocksOf(files: ModuleFiles, kind: string): { name: string; body: Json; file: string; text: string }[] {
+function blocksOf(
+  files: ModuleFiles,
+  kind: string,
+): { name: string; body: Json; file: string; text: string }[] {
   return files.files.flatMap((f) => {
     const section = f.json[kind];
     if (!isRecord(section)) return [];
     return Object.entries(section).flatMap(([name, list]) =>
-      (Array.isArray(list) ? list : [list]).filter(isRecord).map((body) => ({ name, body, file: f.file, text: f.text })),
+      (Array.isArray(list) ? list : [list])
+        .filter(isRecord)
+        .map((body) => ({ name, body, file: f.file, text: f.text })),
     );
   });
 }
@@ -601,7 +618,10 @@ function readModule(
       for (const [name, list] of Object.entries(byName)) {
         const body = (Array.isArray(list) ? list : [list]).find(isRecord);
         if (body === undefined) continue;
-        const line = lineOf(r.text, new RegExp(`^\\s*resource\\s+"${escape(type)}"\\s+"${escape(name)}"`, 'm'));
+        const line = lineOf(
+          r.text,
+          new RegExp(`^\\s*resource\\s+"${escape(type)}"\\s+"${escape(name)}"`, 'm'),
+        );
         const count = body.count === undefined ? undefined : evaluateValue(body.count, base);
         const forEach = body.for_each === undefined ? undefined : evaluateValue(body.for_each, base);
         let keys: { key: TfValue; value: TfValue; suffix: string; index?: number }[];
@@ -609,21 +629,45 @@ function readModule(
           if (count === 0) continue;
           // One instance stands for all: the rules judge a resource's configuration, the same for each.
           keys = [{ key: 0, value: undefined, suffix: '[0]', index: 0 }];
-        } else if (forEach !== undefined && (Array.isArray(forEach) || isRecord(forEach)) && !(forEach instanceof Joined)) {
+        } else if (
+          forEach !== undefined &&
+          (Array.isArray(forEach) || isRecord(forEach)) &&
+          !(forEach instanceof Joined)
+        ) {
           const entries: [string, TfValue][] = Array.isArray(forEach)
             ? (forEach as TfValue[]).map((v) => [String(v), v])
             : Object.entries(forEach as Record<string, TfValue>);
           keys = entries.map(([k, v]) => ({ key: k, value: v, suffix: `["${k}"]` }));
         } else if (forEach !== undefined) {
-          keys = [{ key: new Unresolved(`the for_each of ${prefix}${type}.${name} is known only after apply`), value: undefined, suffix: '' }];
+          keys = [
+            {
+              key: new Unresolved(`the for_each of ${prefix}${type}.${name} is known only after apply`),
+              value: undefined,
+              suffix: '',
+            },
+          ];
         } else keys = [{ key: undefined, value: undefined, suffix: '' }];
         for (const k of keys) {
           const address = `${prefix}${type}.${name}${k.suffix}`;
-          instances.set(`${type}.${name}`, [...(instances.get(`${type}.${name}`) ?? []), { key: k.key, address }]);
+          instances.set(`${type}.${name}`, [
+            ...(instances.get(`${type}.${name}`) ?? []),
+            { key: k.key, address },
+          ]);
           const scope = scopeWith(
-            count !== undefined ? { index: 0 } : forEach !== undefined ? { key: k.key, value: k.value } : undefined,
+            count !== undefined
+              ? { index: 0 }
+              : forEach !== undefined
+                ? { key: k.key, value: k.value }
+                : undefined,
           );
-          const { count: _c, for_each: _f, lifecycle: _l, depends_on: _d, provider: _p, ...attributes } = body;
+          const {
+            count: _c,
+            for_each: _f,
+            lifecycle: _l,
+            depends_on: _d,
+            provider: _p,
+            ...attributes
+          } = body;
           let memo: Record<string, TfValue> | undefined;
           model.add({
             address,
@@ -642,9 +686,22 @@ function readModule(
     const line = lineOf(call.text, new RegExp(`^\\s*module\\s+"${escape(name)}"`, 'm'));
     if (source.startsWith('./') || source.startsWith('../')) {
       const directory = path.resolve(files.directory, source);
-      const { source: _s, version: _v, providers: _p, count: _c, for_each: _f, depends_on: _d, ...args } = call.body;
-      const childInputs = new Map(Object.entries(args).map(([k, v]) => [k, () => evaluateValue(v, base)] as const));
-      modules.set(name, readModule(model, readModuleDirectory(directory), `${prefix}module.${name}.`, childInputs, depth + 1));
+      const {
+        source: _s,
+        version: _v,
+        providers: _p,
+        count: _c,
+        for_each: _f,
+        depends_on: _d,
+        ...args
+      } = call.body;
+      const childInputs = new Map(
+        Object.entries(args).map(([k, v]) => [k, () => evaluateValue(v, base)] as const),
+      );
+      modules.set(
+        name,
+        readModule(model, readModuleDirectory(directory), `${prefix}module.${name}.`, childInputs, depth + 1),
+      );
     } else {
       model.add({
         address: `${prefix}module.${name}`,
@@ -703,7 +760,10 @@ export function looksLikeHcl(text: string): boolean {
     .split('\n')
     .map((l) => l.trim())
     .find((l) => l !== '' && !l.startsWith('#') && !l.startsWith('//') && !l.startsWith('/*'));
-  return first !== undefined && /^(resource|data|module|variable|locals|output|provider|terraform)\b\s*("[^"]*"\s*)*\{/.test(first);
+  return (
+    first !== undefined &&
+    /^(resource|data|module|variable|locals|output|provider|terraform)\b\s*("[^"]*"\s*)*\{/.test(first)
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -740,16 +800,35 @@ function planValues(
   }
   if (Array.isArray(values))
     return values.map((v, i) =>
-      planValues(v, Array.isArray(unknown) ? unknown[i] : undefined, {}, address, resolveRef, configured, `${at}[${i}]`),
+      planValues(
+        v,
+        Array.isArray(unknown) ? unknown[i] : undefined,
+        {},
+        address,
+        resolveRef,
+        configured,
+        `${at}[${i}]`,
+      ),
     );
   if (isRecord(values) || isRecord(unknown)) {
     const known = isRecord(values) ? values : {};
     const unknownOf = isRecord(unknown) ? unknown : {};
-    const keys = new Set([...Object.keys(known), ...Object.keys(unknownOf).filter((k) => unknownOf[k] === true)]);
+    const keys = new Set([
+      ...Object.keys(known),
+      ...Object.keys(unknownOf).filter((k) => unknownOf[k] === true),
+    ]);
     return Object.fromEntries(
       [...keys].map((k) => [
         k,
-        planValues(known[k], unknownOf[k], at === '' ? expressions : {}, address, resolveRef, configured, at === '' ? k : `${at}.${k}`),
+        planValues(
+          known[k],
+          unknownOf[k],
+          at === '' ? expressions : {},
+          address,
+          resolveRef,
+          configured,
+          at === '' ? k : `${at}.${k}`,
+        ),
       ]),
     );
   }
@@ -785,9 +864,16 @@ export function readTerraformPlan(plan: Json, name: string): StackTemplate {
   const walk = (module: unknown): void => {
     if (!isRecord(module)) return;
     for (const r of Array.isArray(module.resources) ? module.resources : []) {
-      if (!isRecord(r) || r.mode !== 'managed' || typeof r.address !== 'string' || typeof r.type !== 'string') continue;
+      if (!isRecord(r) || r.mode !== 'managed' || typeof r.address !== 'string' || typeof r.type !== 'string')
+        continue;
       const modulePath = r.address.slice(0, Math.max(0, r.address.lastIndexOf(`${r.type}.`) - 1));
-      planned.push({ address: r.address, type: r.type, name: String(r.name), values: r.values, module: modulePath });
+      planned.push({
+        address: r.address,
+        type: r.type,
+        name: String(r.name),
+        values: r.values,
+        module: modulePath,
+      });
     }
     for (const child of Array.isArray(module.child_modules) ? module.child_modules : []) walk(child);
   };
@@ -802,16 +888,26 @@ export function readTerraformPlan(plan: Json, name: string): StackTemplate {
       const [type, refName, ...attribute] = reference.split('.');
       const target = `${p.module === '' ? '' : `${p.module}.`}${type}.${refName}`;
       const found = addresses.has(target) ? target : [...addresses].find((a) => a.startsWith(`${target}[`));
-      return found === undefined || attribute.length === 0 ? undefined : new ResourceRef(found, attribute.join('.'));
+      return found === undefined || attribute.length === 0
+        ? undefined
+        : new ResourceRef(found, attribute.join('.'));
     };
     // A plan fills in the provider's defaults: an attribute the configuration does not write is
     // dropped where a rule asks whether it was written (D4: timeout and memory_size).
-    const unwritten = own === undefined ? [] : (WRITTEN_ONLY[p.type] ?? []).filter((a) => !(a in expressions));
+    const unwritten =
+      own === undefined ? [] : (WRITTEN_ONLY[p.type] ?? []).filter((a) => !(a in expressions));
     model.add({
       address: p.address,
       type: p.type,
       body: () => {
-        const body = planValues(p.values, changes.get(p.address), expressions, p.address, resolveRef, own !== undefined) as Record<string, TfValue>;
+        const body = planValues(
+          p.values,
+          changes.get(p.address),
+          expressions,
+          p.address,
+          resolveRef,
+          own !== undefined,
+        ) as Record<string, TfValue>;
         return Object.fromEntries(Object.entries(body).filter(([k]) => !unwritten.includes(k)));
       },
     });

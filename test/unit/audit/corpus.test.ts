@@ -59,7 +59,10 @@ const pair = (rule: string, resource: string): string => `${rule} ${resource}`;
 const sha256 = (file: string): string => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 /** The file of a directory entry whose sha256 is the entry's `sha256`, by format. */
-const PRIMARY_FILES: Readonly<Record<string, string>> = { 'cdk-out': 'manifest.json', 'terraform-hcl': 'main.tf' };
+const PRIMARY_FILES: Readonly<Record<string, string>> = {
+  'cdk-out': 'manifest.json',
+  'terraform-hcl': 'main.tf',
+};
 
 /** Every file under a directory, by its path relative to it (`/`-separated). */
 function filesUnder(directory: string, prefix = ''): string[] {
