@@ -550,7 +550,7 @@ function lineOf(text: string, header: RegExp): number | undefined {
   return match === null ? undefined : text.slice(0, match.index).split('\n').length;
 }
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Reads one module into the model: its resources, its module calls (local ones recursively). */
 function readModule(
@@ -613,77 +613,69 @@ function readModule(
   const base = scopeWith();
 
   // Instances first (references between resources need every address), bodies evaluated later.
-  for (const r of blocksOf(files, 'resource')) {
-    for (const [type, byName] of [[r.name, r.body] as const]) {
-      for (const [name, list] of Object.entries(byName)) {
-        const body = (Array.isArray(list) ? list : [list]).find(isRecord);
-        if (body === undefined) continue;
-        const line = lineOf(
-          r.text,
-          new RegExp(`^\\s*resource\\s+"${escape(type)}"\\s+"${escape(name)}"`, 'm'),
+  // A `resource` section is { <type>: { <name>: [body] } }: blocksOf gives each type's names.
+  for (const { name: type, body: byName, file, text } of blocksOf(files, 'resource')) {
+    for (const [name, list] of Object.entries(byName)) {
+      const body = (Array.isArray(list) ? list : [list]).find(isRecord);
+      if (body === undefined) continue;
+      const line = lineOf(
+        text,
+        new RegExp(`^\\s*resource\\s+"${escapeRegExp(type)}"\\s+"${escapeRegExp(name)}"`, 'm'),
+      );
+      const count = body.count === undefined ? undefined : evaluateValue(body.count, base);
+      const forEach = body.for_each === undefined ? undefined : evaluateValue(body.for_each, base);
+      let keys: { key: TfValue; value: TfValue; suffix: string; index?: number }[];
+      if (count !== undefined) {
+        if (count === 0) continue;
+        // One instance stands for all: the rules judge a resource's configuration, the same for each.
+        keys = [{ key: 0, value: undefined, suffix: '[0]', index: 0 }];
+      } else if (
+        forEach !== undefined &&
+        (Array.isArray(forEach) || isRecord(forEach)) &&
+        !(forEach instanceof Joined)
+      ) {
+        const entries: [string, TfValue][] = Array.isArray(forEach)
+          ? (forEach as TfValue[]).map((v) => [String(v), v])
+          : Object.entries(forEach as Record<string, TfValue>);
+        keys = entries.map(([k, v]) => ({ key: k, value: v, suffix: `["${k}"]` }));
+      } else if (forEach !== undefined) {
+        keys = [
+          {
+            key: new Unresolved(`the for_each of ${prefix}${type}.${name} is known only after apply`),
+            value: undefined,
+            suffix: '',
+          },
+        ];
+      } else keys = [{ key: undefined, value: undefined, suffix: '' }];
+      for (const k of keys) {
+        const address = `${prefix}${type}.${name}${k.suffix}`;
+        instances.set(`${type}.${name}`, [
+          ...(instances.get(`${type}.${name}`) ?? []),
+          { key: k.key, address },
+        ]);
+        const scope = scopeWith(
+          count !== undefined
+            ? { index: 0 }
+            : forEach !== undefined
+              ? { key: k.key, value: k.value }
+              : undefined,
         );
-        const count = body.count === undefined ? undefined : evaluateValue(body.count, base);
-        const forEach = body.for_each === undefined ? undefined : evaluateValue(body.for_each, base);
-        let keys: { key: TfValue; value: TfValue; suffix: string; index?: number }[];
-        if (count !== undefined) {
-          if (count === 0) continue;
-          // One instance stands for all: the rules judge a resource's configuration, the same for each.
-          keys = [{ key: 0, value: undefined, suffix: '[0]', index: 0 }];
-        } else if (
-          forEach !== undefined &&
-          (Array.isArray(forEach) || isRecord(forEach)) &&
-          !(forEach instanceof Joined)
-        ) {
-          const entries: [string, TfValue][] = Array.isArray(forEach)
-            ? (forEach as TfValue[]).map((v) => [String(v), v])
-            : Object.entries(forEach as Record<string, TfValue>);
-          keys = entries.map(([k, v]) => ({ key: k, value: v, suffix: `["${k}"]` }));
-        } else if (forEach !== undefined) {
-          keys = [
-            {
-              key: new Unresolved(`the for_each of ${prefix}${type}.${name} is known only after apply`),
-              value: undefined,
-              suffix: '',
-            },
-          ];
-        } else keys = [{ key: undefined, value: undefined, suffix: '' }];
-        for (const k of keys) {
-          const address = `${prefix}${type}.${name}${k.suffix}`;
-          instances.set(`${type}.${name}`, [
-            ...(instances.get(`${type}.${name}`) ?? []),
-            { key: k.key, address },
-          ]);
-          const scope = scopeWith(
-            count !== undefined
-              ? { index: 0 }
-              : forEach !== undefined
-                ? { key: k.key, value: k.value }
-                : undefined,
-          );
-          const {
-            count: _c,
-            for_each: _f,
-            lifecycle: _l,
-            depends_on: _d,
-            provider: _p,
-            ...attributes
-          } = body;
-          let memo: Record<string, TfValue> | undefined;
-          model.add({
-            address,
-            type,
-            file: r.file,
-            ...(line === undefined ? {} : { line }),
-            body: () => (memo ??= evaluateValue(attributes, scope) as Record<string, TfValue>),
-          });
-        }
+        const { count: _c, for_each: _f, lifecycle: _l, depends_on: _d, provider: _p, ...attributes } = body;
+        let memo: Record<string, TfValue> | undefined;
+        model.add({
+          address,
+          type,
+          file,
+          ...(line === undefined ? {} : { line }),
+          body: () => (memo ??= evaluateValue(attributes, scope) as Record<string, TfValue>),
+        });
       }
     }
   }
 
   for (const [name, call] of calls) {
     const source = typeof call.body.source === 'string' ? call.body.source : '';
-    const line = lineOf(call.text, new RegExp(`^\\s*module\\s+"${escape(name)}"`, 'm'));
+    const line = lineOf(call.text, new RegExp(`^\\s*module\\s+"${escapeRegExp(name)}"`, 'm'));
     if (source.startsWith('./') || source.startsWith('../')) {
       const directory = path.resolve(files.directory, source);
       const {
