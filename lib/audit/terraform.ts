@@ -40,14 +40,9 @@ export const TERRAFORM_VOCABULARY: Readonly<Record<string, string>> = {
   'FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)':
     'function_response_types = ["ReportBatchItemFailures"] on aws_lambda_event_source_mapping',
   FunctionResponseTypes: 'function_response_types',
-  "set the queue's VisibilityTimeout": "set the queue's visibility_timeout_seconds",
   VisibilityTimeout: 'visibility_timeout_seconds',
-  "the function's Timeout": "the function's timeout",
-  "'s Timeout": "'s timeout",
-  'Timeout and MemorySize': 'timeout and memory_size',
-  'Timeout or MemorySize': 'timeout or memory_size',
-  'Timeout in seconds': 'timeout in seconds',
-  'MemorySize in MB': 'memory_size in MB',
+  Timeout: 'timeout',
+  MemorySize: 'memory_size',
   MaximumBatchingWindowInSeconds: 'maximum_batching_window_in_seconds',
   "RedrivePolicy { deadLetterTargetArn: <a DLQ's Arn>, maxReceiveCount: 2–20 }":
     'redrive_policy = jsonencode({ deadLetterTargetArn = aws_sqs_queue.<dlq>.arn, maxReceiveCount = 2–20 })',
