@@ -97,8 +97,8 @@ process.stdin.on('end', async () => {
 });
 `;
 
-/** Parses HCL files with @cdktf/hcl2json; a file that is not HCL is a TemplateFormatError naming it. */
-export function parseHclFiles(files: readonly { name: string; text: string }[]): Json[] {
+/** Runs the parser over some files: each file's JSON, or the parser's error for it. */
+function runParser(files: readonly { name: string; text: string }[]): ({ json: Json } | { error: string })[] {
   if (files.length === 0) return [];
   let parser: string;
   try {
@@ -118,8 +118,12 @@ export function parseHclFiles(files: readonly { name: string; text: string }[]):
     throw new TemplateFormatError(
       `the HCL parser failed: ${result.error?.message ?? result.stderr.trim().split('\n').slice(-3).join(' ')}`,
     );
-  const parsed = JSON.parse(result.stdout) as ({ json: Json } | { error: string })[];
-  return parsed.map((p, i) => {
+  return JSON.parse(result.stdout) as ({ json: Json } | { error: string })[];
+}
+
+/** Parses HCL files with @cdktf/hcl2json; a file that is not HCL is a TemplateFormatError naming it. */
+export function parseHclFiles(files: readonly { name: string; text: string }[]): Json[] {
+  return runParser(files).map((p, i) => {
     if ('error' in p)
       throw new TemplateFormatError(`${files[i]?.name ?? 'input'} is not Terraform HCL: ${p.error}`);
     return p.json;
@@ -506,20 +510,51 @@ interface ModuleFiles {
   readonly files: readonly { readonly file: string; readonly text: string; readonly json: Json }[];
 }
 
-function readModuleDirectory(directory: string): ModuleFiles {
-  const names = fs
+/** The .tf files of a directory, sorted. */
+function tfFiles(directory: string): string[] {
+  return fs
     .readdirSync(directory)
     .filter((f) => f.endsWith('.tf') && fs.statSync(path.join(directory, f)).isFile())
-    .sort();
+    .sort()
+    .map((f) => path.join(directory, f));
+}
+
+/**
+ * Parses every .tf file under a directory (its local modules' usually) in one parser run, since
+ * each run pays for loading the parser; `.terraform/` (downloaded modules) is skipped.
+ */
+function parseTree(directory: string): Map<string, Json> {
+  const files: string[] = [];
+  const walk = (dir: string, depth: number): void => {
+    if (depth > 8) return;
+    files.push(...tfFiles(dir));
+    for (const d of fs.readdirSync(dir, { withFileTypes: true }))
+      if (d.isDirectory() && !d.name.startsWith('.') && d.name !== 'node_modules')
+        walk(path.join(dir, d.name), depth + 1);
+  };
+  walk(directory, 0);
+  const parsed = runParser(files.map((name) => ({ name, text: fs.readFileSync(name, 'utf8') })));
+  // A file that does not parse is left out: parsed again (and refused) only if a module reads it.
+  return new Map(
+    files.flatMap((f, i) => {
+      const p = parsed[i];
+      return p !== undefined && 'json' in p ? [[f, p.json] as const] : [];
+    }),
+  );
+}
+
+function readModuleDirectory(directory: string, parsed: ReadonlyMap<string, Json> = new Map()): ModuleFiles {
+  const names = tfFiles(directory);
   if (names.length === 0) throw new TemplateFormatError(`${directory} holds no .tf file`);
-  const texts = names.map((f) => ({
-    name: path.join(directory, f),
-    text: fs.readFileSync(path.join(directory, f), 'utf8'),
-  }));
-  const parsed = parseHclFiles(texts);
+  const missing = names.filter((f) => !parsed.has(f));
+  const more = parseHclFiles(missing.map((name) => ({ name, text: fs.readFileSync(name, 'utf8') })));
   return {
     directory,
-    files: texts.map((t, i) => ({ file: t.name, text: t.text, json: parsed[i] ?? {} })),
+    files: names.map((file) => ({
+      file,
+      text: fs.readFileSync(file, 'utf8'),
+      json: parsed.get(file) ?? more[missing.indexOf(file)] ?? {},
+    })),
   };
 }
 
@@ -553,6 +588,7 @@ function readModule(
   files: ModuleFiles,
   prefix: string,
   inputs: ReadonlyMap<string, () => TfValue>,
+  parsed: ReadonlyMap<string, Json>,
   depth = 0,
 ): { output: (name: string) => TfValue } {
   if (depth > 16) throw new TemplateFormatError(`${files.directory}: modules nest deeper than 16 levels`);
@@ -687,7 +723,14 @@ function readModule(
       );
       modules.set(
         name,
-        readModule(model, readModuleDirectory(directory), `${prefix}module.${name}.`, childInputs, depth + 1),
+        readModule(
+          model,
+          readModuleDirectory(directory, parsed),
+          `${prefix}module.${name}.`,
+          childInputs,
+          parsed,
+          depth + 1,
+        ),
       );
     } else {
       model.add({
@@ -714,14 +757,15 @@ function readModule(
 export function readTerraformSource(source: string): StackTemplate {
   const model = new Model();
   const isDirectory = fs.statSync(source).isDirectory();
+  const parsed = isDirectory ? parseTree(source) : new Map<string, Json>();
   const files = isDirectory
-    ? readModuleDirectory(source)
+    ? readModuleDirectory(source, parsed)
     : (() => {
         const text = fs.readFileSync(source, 'utf8');
         const [json = {}] = parseHclFiles([{ name: source, text }]);
         return { directory: path.dirname(source), files: [{ file: source, text, json }] };
       })();
-  readModule(model, files, '', new Map());
+  readModule(model, files, '', new Map(), parsed);
   return toStackTemplate(model, path.basename(path.resolve(source)).replace(/\.tf$/, ''), source);
 }
 
@@ -729,7 +773,13 @@ export function readTerraformSource(source: string): StackTemplate {
 export function readTerraformText(text: string, name: string): StackTemplate {
   const model = new Model();
   const [json = {}] = parseHclFiles([{ name, text }]);
-  readModule(model, { directory: process.cwd(), files: [{ file: name, text, json }] }, '', new Map());
+  readModule(
+    model,
+    { directory: process.cwd(), files: [{ file: name, text, json }] },
+    '',
+    new Map(),
+    new Map(),
+  );
   return toStackTemplate(model, name, name);
 }
 

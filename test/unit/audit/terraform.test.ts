@@ -14,6 +14,9 @@ import { runAudit } from '../../../lib/ops/audit';
 import { renderSarif } from '../../../lib/ops/audit-report';
 import type { CliContext } from '../../../lib/ops/cli-context';
 
+// Each Terraform read runs the HCL parser in a child process (about a second and a half).
+jest.setTimeout(60_000);
+
 const CORPUS = path.join(__dirname, '..', '..', 'fixtures', 'audit-corpus');
 
 /** A scope with given variables and locals, and resources of the listed addresses. */
