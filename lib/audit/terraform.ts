@@ -794,12 +794,15 @@ export function isTerraformDirectory(directory: string): boolean {
  */
 export function looksLikeHcl(text: string): boolean {
   const first = text
+    .replace(/\/\*[\s\S]*?\*\//g, '')
     .split('\n')
     .map((l) => l.trim())
-    .find((l) => l !== '' && !l.startsWith('#') && !l.startsWith('//') && !l.startsWith('/*'));
+    .find((l) => l !== '' && !l.startsWith('#') && !l.startsWith('//'));
   return (
     first !== undefined &&
-    /^(resource|data|module|variable|locals|output|provider|terraform)\b\s*("[^"]*"\s*)*\{/.test(first)
+    /^(resource|data|module|variable|locals|output|provider|terraform|moved|import|check)\b(\s*("[^"]*"|[A-Za-z_][\w-]*))*\s*\{/.test(
+      first,
+    )
   );
 }
 
