@@ -272,6 +272,29 @@ module "sqs" {
     expect(remote?.why).toMatch(/its source is not a local path/);
   });
 
+  it('when alarms, topics and IAM grants are in the configuration, the alarm and grant rules follow them', () => {
+    // Prepare: a worker with a DLQ, an age alarm that pages, a DLQ alarm that does not, a send grant on its queue only.
+    const directory = path.join(__dirname, 'fixtures', 'terraform-worker');
+
+    // Act
+    const { items, findings } = auditTemplates(readTemplateSource(directory));
+
+    // Assess
+    const status = (rule: string): string | undefined =>
+      items.find((i) => i.ruleId === `Tenang-${rule}`)?.status;
+    expect(
+      ['D2', 'D3', 'R3', 'O3-QueueAge', 'D4', 'F3-AlarmTopicPublish', 'F5-AlarmSubscriber'].map(status),
+    ).toEqual(Array(7).fill('pass'));
+    expect(finding(findings, 'O3-DlqDepth', 'aws_sqs_queue.dlq')?.why).toMatch(/has no alarm_actions/);
+    expect(finding(findings, 'P1', 'aws_cloudwatch_metric_alarm.dlq')?.status).toBe('fail');
+    const f4 = findings.filter((f) => f.ruleId === 'Tenang-F4-QueueSendGrant');
+    expect(f4.map((f) => f.why)).toEqual([
+      expect.stringMatching(
+        /names aws_sqs_queue\.dlq in DLQ_URL: its role aws_iam_role\.worker is not allowed/,
+      ),
+    ]);
+  });
+
   it('when given one .tf file, it reads that file alone', () => {
     // Prepare
     const directory = configuration({ 'queue.tf': CONSUMER, 'other.tf': 'this is { not hcl' });
