@@ -651,7 +651,7 @@ function readModule(
       if (body === undefined) continue;
       const line = lineOf(
         text,
-        new RegExp(`^\\s*resource\\s+"${escapeRegExp(type)}"\\s+"${escapeRegExp(name)}"`, 'm'),
+        new RegExp(`^[ \\t]*resource\\s+"${escapeRegExp(type)}"\\s+"${escapeRegExp(name)}"`, 'm'),
       );
       const count = body.count === undefined ? undefined : evaluateValue(body.count, base);
       const forEach = body.for_each === undefined ? undefined : evaluateValue(body.for_each, base);
@@ -706,7 +706,7 @@ function readModule(
 
   for (const [name, call] of calls) {
     const source = typeof call.body.source === 'string' ? call.body.source : '';
-    const line = lineOf(call.text, new RegExp(`^\\s*module\\s+"${escapeRegExp(name)}"`, 'm'));
+    const line = lineOf(call.text, new RegExp(`^[ \\t]*module\\s+"${escapeRegExp(name)}"`, 'm'));
     if (source.startsWith('./') || source.startsWith('../')) {
       const directory = path.resolve(files.directory, source);
       const {
@@ -917,7 +917,7 @@ export function readTerraformPlan(plan: Json, name: string): StackTemplate {
     }
     for (const child of Array.isArray(module.child_modules) ? module.child_modules : []) walk(child);
   };
-  walk(plan.planned_values.root_module);
+  walk(isRecord(plan.planned_values) ? plan.planned_values.root_module : undefined);
   const addresses = new Set(planned.map((p) => p.address));
   for (const p of planned) {
     const config = configurationModule(plan, p.module);
