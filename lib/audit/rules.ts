@@ -119,6 +119,12 @@ export interface TemplateVocabulary {
   readonly maximumRetryAttempts: string;
   readonly maximumRecordAge: string;
   readonly onFailureFix: string;
+  /**
+   * CloudFormation's words the rules still write in other findings, in the format's words
+   * (`RedrivePolicy` → `redrive_policy`): replaced in each finding's text, longest first, as
+   * whole words. @default - none
+   */
+  readonly words?: Readonly<Record<string, string>>;
 }
 
 /** What an audit knows beyond the template. */
@@ -172,6 +178,12 @@ export const CLOUDFORMATION_VOCABULARY: TemplateVocabulary = {
  * (lib/infra/stream-consumer.ts STREAM_ARN_METADATA); kept literal so this module stays CDK-free.
  */
 export const STREAM_ARN_METADATA_KEY = 'tenang:stream-arn';
+/**
+ * A value an input reader could not evaluate (a Terraform variable without a default, a remote
+ * module's output): `{ [UNKNOWN_VALUE_KEY]: '<why, in the input's words>' }`. A rule reading it is
+ * not-checkable, as with a CloudFormation parameter without a Default.
+ */
+export const UNKNOWN_VALUE_KEY = 'tenang:unknown';
 
 /** SQS queue type (these types are shared with the live audit, which builds such resources). */
 export const QUEUE = 'AWS::SQS::Queue';
@@ -349,6 +361,7 @@ export class TemplateIndex {
       }));
     }
     if (depth > 16 || !isRecord(value)) return [{ value, via }];
+    if (typeof value[UNKNOWN_VALUE_KEY] === 'string') return { unknown: value[UNKNOWN_VALUE_KEY] };
     if (typeof value.Ref === 'string') {
       if (value.Ref === 'AWS::NoValue') return [{ value: undefined, via }];
       const parameter = this.resources.has(value.Ref) ? undefined : this.parameters.get(value.Ref);

@@ -42,6 +42,14 @@ export interface StackTemplate {
   readonly unresolved?: ReadonlyMap<string, ReadonlyMap<string, ReadonlySet<string>>>;
   /** The format's words and defaults, when not CloudFormation's. */
   readonly vocabulary?: TemplateVocabulary;
+  /**
+   * For a template built from several files of another format (Terraform): how findings name a
+   * resource (its address) and in which file and line it is written, by logical id; `origins`
+   * and `lineOf` otherwise.
+   */
+  readonly locate?: (
+    logicalId: string,
+  ) => { readonly display: string; readonly file?: string; readonly line?: number } | undefined;
 }
 
 /** What the template rules found: the checklist, and each failing or not-checkable finding located. */
@@ -281,11 +289,13 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
         byProperty.set(property, new Set([...(byProperty.get(property) ?? []), ...what]));
       if (byProperty.size > 0) unresolved.set(mergedId, byProperty);
       const origin = context.origins.get(id) ?? { display: id, path: ['Resources', id] };
+      const own = context.stack.locate?.(id);
+      const display = own?.display ?? origin.display;
       located.set(mergedId, {
-        display: several ? `${context.stack.name}/${origin.display}` : origin.display,
+        display: several ? `${context.stack.name}/${display}` : display,
         stack: several ? context.stack.name : undefined,
-        file: context.stack.file,
-        line: context.stack.lineOf?.(origin.path),
+        file: own?.file ?? context.stack.file,
+        line: own === undefined ? context.stack.lineOf?.(origin.path) : own.line,
       });
     }
     // A nested stack not given: what it holds is unknown to every rule (`*`).
@@ -301,6 +311,24 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
     }
   }
   return { model: { Resources: resources, Parameters: parameters }, located, unresolved };
+}
+
+/** Replaces CloudFormation's words by an input format's (StackTemplate.vocabulary), longest first. */
+function translator(vocabularyWords: Readonly<Record<string, string>> | undefined): (text: string) => string {
+  const words = Object.entries(vocabularyWords ?? {}).sort(([a], [b]) => b.length - a.length);
+  if (words.length === 0) return (text) => text;
+  const edge = (c: string | undefined): boolean => c !== undefined && /\w/.test(c);
+  const pattern = new RegExp(
+    words
+      .map(
+        ([from]) =>
+          `${edge(from[0]) ? '(?<!\\w)' : ''}${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${edge(from.at(-1)) ? '(?!\\w)' : ''}`,
+      )
+      .join('|'),
+    'g',
+  );
+  const to = new Map(words);
+  return (text) => text.replace(pattern, (word) => to.get(word) ?? word);
 }
 
 /** Replaces merged ids in a text by the names the user knows, longest first. */
@@ -323,7 +351,9 @@ export function auditTemplates(
   const { model, located, unresolved } = mergeStacks(stacks);
   const vocabulary = options.vocabulary ?? stacks.find((s) => s.vocabulary !== undefined)?.vocabulary;
   const index = new TemplateIndex(model, vocabulary === undefined ? options : { ...options, vocabulary });
-  const rename = renamer(located);
+  const renameIds = renamer(located);
+  const translate = translator(vocabulary?.words);
+  const rename = (text: string): string => translate(renameIds(text));
   const findings: AuditFinding[] = [];
   const items = [...TEMPLATE_RULES, ...CONFIG_TEMPLATE_RULES].map((rule) => {
     const id = ruleId(rule);
@@ -347,7 +377,7 @@ export function auditTemplates(
         resource: display,
         compliant: true,
         checkable: false,
-        why: `${display}: ${what.join('; ')}: not checkable from the input`,
+        why: rename(`${display}: ${what.join('; ')}: not checkable from the input`),
         logicalId,
       });
     }

@@ -8,6 +8,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { SERVERLESS_VOCABULARY, isServerlessConfig, readServerlessConfig } from './serverless';
 import type { StackTemplate } from './template-audit';
+import {
+  isTerraformDirectory,
+  isTerraformPlan,
+  looksLikeHcl,
+  readTerraformPlan,
+  readTerraformSource,
+  readTerraformText,
+} from './terraform';
 import { TemplateFormatError, parseTemplateText } from './template-text';
 
 /** A cloud assembly's stack artifact type (manifest.json). */
@@ -28,9 +36,13 @@ export const STDIN_NAME = 'stdin';
  * A template from its text; `name` is the file (or `stdin`) it came from. A Serverless Framework
  * service (`service` and `provider`/`functions`, no `Resources`) is read into the template the
  * framework would generate (serverless.ts); `${file(…)}` includes resolve next to the file.
+ * Terraform HCL text and a Terraform plan's JSON (`terraform show -json`) are read as Terraform
+ * (terraform.ts).
  */
 export function readTemplateText(text: string, name: string): StackTemplate {
+  if (looksLikeHcl(text)) return readTerraformText(text, name);
   const { template, lineOf } = parseTemplateText(text, name);
+  if (isTerraformPlan(template)) return readTerraformPlan(template, name);
   const stackName = path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, '');
   if (isServerlessConfig(template)) {
     const read = readServerlessConfig(template, name === STDIN_NAME ? undefined : name);
@@ -47,9 +59,17 @@ export function readTemplateText(text: string, name: string): StackTemplate {
   return { name: stackName, file: name, template, lineOf };
 }
 
-/** Reads a template file, or every stack of a cloud assembly directory. */
+/**
+ * Reads a template file, every stack of a cloud assembly directory, or a Terraform configuration
+ * (a directory holding .tf files, or one .tf file).
+ */
 export function readTemplateSource(source: string): StackTemplate[] {
-  if (fs.statSync(source).isDirectory()) return readCloudAssembly(source);
+  if (fs.statSync(source).isDirectory()) {
+    if (!fs.existsSync(path.join(source, 'manifest.json')) && isTerraformDirectory(source))
+      return [readTerraformSource(source)];
+    return readCloudAssembly(source);
+  }
+  if (source.endsWith('.tf')) return [readTerraformSource(source)];
   return [readTemplateText(fs.readFileSync(source, 'utf8'), source)];
 }
 
