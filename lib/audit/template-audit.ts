@@ -346,7 +346,8 @@ export function auditTemplates(
       findings.push({
         ruleId: id,
         featureId: rule.featureId,
-        level: item.level,
+        // A not-checkable finding is a note even inside a failing rule; a failure keeps the rule's level.
+        level: f.compliant ? 'note' : (item.ruleLevel ?? item.level),
         status: f.compliant ? 'not-checkable' : 'fail',
         resource: f.resource,
         ...(where?.stack === undefined ? {} : { stack: where.stack }),

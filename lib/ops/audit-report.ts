@@ -67,7 +67,7 @@ export function renderSarif(result: AuditResult): string {
     id: i.ruleId,
     shortDescription: { text: i.title },
     helpUri: ruleHelpUri(i.featureId),
-    defaultConfiguration: { level: i.level },
+    defaultConfiguration: { level: i.ruleLevel ?? i.level },
     properties: { featureId: i.featureId },
   }));
   const ruleIndex = new Map(rules.map((r, n) => [r.id, n]));
@@ -75,6 +75,7 @@ export function renderSarif(result: AuditResult): string {
   const results = reportedFindings(result).map((f) => ({
     ruleId: f.ruleId,
     ruleIndex: ruleIndex.get(f.ruleId) ?? -1,
+    // A failure at its rule's level; what the input cannot show is a note, never an error.
     level: f.status === 'fail' ? f.level : 'note',
     ...(f.status === 'not-checkable' ? { kind: 'review' } : {}),
     message: { text: advice(f, items.get(f.ruleId)) },
