@@ -147,6 +147,11 @@ export function renderMarkdown(result: AuditResult): string {
         `| [${f.ruleId}](${ruleHelpUri(f.featureId)}) | ${f.status === 'fail' ? f.level : 'not checkable'} | ${cell(f.resource)} | ${cell(where(f))} | ${cell(f.why)} |`,
     ),
   ];
+  if ((result.notAudited ?? []).length > 0)
+    lines.push(
+      '',
+      `Not audited: nested stack ${(result.notAudited ?? []).join(', ')}: its template was not given.`,
+    );
   if (failures.length > 0) lines.push('', '#### Failures', ...table(failures));
   if (unknown.length > 0) lines.push('', '#### Not checkable from this input', ...table(unknown));
   lines.push(

@@ -81,6 +81,12 @@ export function renderChecklist(items: readonly ChecklistItem[]): string {
   );
 }
 
+/** The text report's line naming the nested stacks whose resources were not audited; empty when none. */
+export function notAuditedText(stacks: readonly string[] | undefined): string {
+  if (stacks === undefined || stacks.length === 0) return '';
+  return `\nNot audited: nested stack ${stacks.join(', ')}: its template was not given (audit the whole cdk.out, or the nested template with this one)`;
+}
+
 /** Exit codes of `tenang audit`, for --help. */
 const AUDIT_EXIT_CODES = `
 Exit codes: 0 nothing failed at error level (warnings, and not-checkable rules, notes, are reported only),
@@ -155,7 +161,7 @@ async function runAndPrint(options: AuditOptions, ctx: CliContext, drills: AppDr
         ? renderSarif(result)
         : format === 'markdown'
           ? renderMarkdown(result)
-          : `Audit of ${result.source}\n${renderChecklist(result.items)}`,
+          : `Audit of ${result.source}\n${renderChecklist(result.items)}${notAuditedText(result.notAudited)}`,
   );
   if (result.failed) {
     const failing = result.items
