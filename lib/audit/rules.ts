@@ -403,7 +403,10 @@ export class TemplateIndex {
               unknownSource,
             }
           : { ...base, sourceKind: 'unknown', unknownSource };
-    if (isUnknown(candidates)) return byEvent(`its EventSourceArn: ${candidates.unknown}`);
+    if (isUnknown(candidates))
+      return byEvent(
+        `its ${eventType === 'SQS' ? 'Queue' : eventType === undefined ? 'EventSourceArn' : 'Stream'}: ${candidates.unknown}`,
+      );
     // Fn::If between sources: the first branch decides the kind (both are checked where it matters).
     const source = candidates[0]?.value;
     const queueId = this.referencedId(source, QUEUE);
@@ -932,7 +935,11 @@ const queueAgeAlarm: TemplateRule = {
     'The source queue has an ApproximateAgeOfOldestMessage alarm on its QueueName (not its URL) with AlarmActions.',
   explanation:
     'A backlog is silent until users notice: the oldest message age is the first sign of a stuck or slow consumer.',
-  reads: { [MAPPING]: ['EventSourceArn'], [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'] },
+  reads: {
+    [MAPPING]: ['EventSourceArn'],
+    [QUEUE]: ['QueueName'],
+    [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'],
+  },
   check: (index) => [
     ...index.mappings.filter(mayReadQueue).flatMap(unknownSourceFinding),
     ...[...index.sourceQueueIds(), ...index.externalQueues()].map((q) =>

@@ -590,7 +590,12 @@ describe('Function: auditLive over readLiveStack', () => {
     const items = await auditAccount(account);
 
     // Assess
-    expect(items['Tenang-D4']).toMatchObject({ status: 'not-checkable', level: 'error', resources: [] });
+    expect(items['Tenang-D4']).toMatchObject({
+      status: 'not-checkable',
+      level: 'note',
+      ruleLevel: 'error',
+      resources: [],
+    });
   });
 
   it('when a deployed mapping carries the tenang:stream-arn metadata, it is audited as the stream mapping it stands for', async () => {
