@@ -163,14 +163,8 @@ export function flowIndentFixed(text: string): string {
       }
       if (c === '#' && (i === 0 || /\s/.test(line[i - 1] ?? ''))) break;
       if (c === '"' || c === "'") {
-        const before = line.slice(0, i).trimEnd();
-        if (
-          depth > 0 ||
-          before === '' ||
-          /[-:?[{,]$/.test(before) ||
-          BLOCK_VALUE_START.test(line.slice(0, i))
-        )
-          quote = c;
+        // A quote opens a scalar only where one starts (`don't` is plain text).
+        if (i === 0 || /[\s[{,:]/.test(line[i - 1] ?? '')) quote = c;
         continue;
       }
       if (c === '[' || c === '{') {
