@@ -322,6 +322,36 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
   return { model: { Resources: resources, Parameters: parameters }, located, unresolved, unseen };
 }
 
+/**
+ * One verdict per resource: a failure is the verdict (its not-checkable findings dropped), and
+ * several failing (or several not-checkable) findings on one resource become one, their reasons
+ * joined. Passing findings are kept as they are (a pass's why counts what was checked).
+ */
+function oneVerdictPerResource<F extends ItemFinding & { logicalId: string }>(findings: readonly F[]): F[] {
+  const failed = new Set(findings.filter((f) => !f.compliant).map((f) => f.logicalId));
+  const merged = new Map<string, F>();
+  const out: F[] = [];
+  for (const f of findings) {
+    const unknown = f.compliant && f.checkable === false;
+    if (f.compliant && !unknown) {
+      out.push(f);
+      continue;
+    }
+    if (unknown && failed.has(f.logicalId)) continue;
+    const key = `${unknown ? 'unknown' : 'fail'} ${f.logicalId}`;
+    const first = merged.get(key);
+    if (first === undefined) {
+      merged.set(key, f);
+      out.push(f);
+    } else if (!first.why.split('; ').includes(f.why)) {
+      const joined = { ...first, why: `${first.why}; ${f.why}` };
+      merged.set(key, joined);
+      out[out.indexOf(first)] = joined;
+    }
+  }
+  return out;
+}
+
 /** Replaces merged ids in a text by the names the user knows, longest first. */
 function renamer(located: ReadonlyMap<string, Located>): (text: string) => string {
   const renames = [...located].filter(([id, l]) => id !== l.display).sort(([a], [b]) => b.length - a.length);
@@ -388,11 +418,7 @@ export function auditTemplates(
         });
       }
     }
-    // One verdict per resource: a failure is the verdict, not also not-checkable.
-    const failed = new Set(own.filter((f) => !f.compliant).map((f) => f.logicalId));
-    const all = [...own, ...unknown].filter(
-      (f) => !(f.compliant && f.checkable === false && failed.has(f.logicalId)),
-    );
+    const all = oneVerdictPerResource([...own, ...unknown]);
     const checked = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
     const item =
       checked.status === 'not-applicable' && rule.notApplicable !== undefined

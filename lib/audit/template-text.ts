@@ -142,14 +142,18 @@ export function flowIndentFixed(text: string): string {
   let depth = 0;
   let required = 0;
   let quote: '"' | "'" | undefined;
+  // A block scalar (`|`, `>`) is text to its last line indented past its key: never re-indented.
+  let blockScalar: number | undefined;
   for (let n = 0; n < lines.length; n++) {
     let line = lines[n] ?? '';
-    if (depth > 0 && line.trim() !== '') {
-      const indent = line.length - line.trimStart().length;
-      if (indent < required) {
-        line = ' '.repeat(required - indent) + line;
-        lines[n] = line;
-      }
+    const indent = line.length - line.trimStart().length;
+    if (blockScalar !== undefined) {
+      if (line.trim() === '' || indent > blockScalar) continue;
+      blockScalar = undefined;
+    }
+    if (depth > 0 && line.trim() !== '' && indent < required) {
+      line = ' '.repeat(required - indent) + line;
+      lines[n] = line;
     }
     for (let i = 0; i < line.length; i++) {
       const c = line[i];
@@ -176,6 +180,8 @@ export function flowIndentFixed(text: string): string {
         depth++;
       } else if ((c === ']' || c === '}') && depth > 0) depth--;
     }
+    if (depth === 0 && quote === undefined && /(?:^|[\s:])[|>][-+0-9]*\s*(?:#.*)?$/.test(line))
+      blockScalar = indent;
   }
   return lines.join('\n');
 }

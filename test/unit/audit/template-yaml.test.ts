@@ -87,6 +87,9 @@ describe('Function: flowIndentFixed', () => {
       '  1,',
       '  2',
       ']',
+      '  policy: |',
+      '    {',
+      '    }',
     ].join('\n');
 
     // Act
@@ -103,6 +106,9 @@ describe('Function: flowIndentFixed', () => {
       '   1,',
       '   2',
       '   ]',
+      '  policy: |',
+      '    {',
+      '    }',
     ]);
   });
 });
