@@ -391,7 +391,7 @@ export function auditTemplates(
       if (kind !== undefined && kind !== 'unknown' && rule.mappingKinds?.includes(kind) === false) continue;
       const read = rule.reads?.[type] ?? [];
       const what = [...byProperty]
-        .filter(([property]) => property === '*' || read.includes(property))
+        .filter(([property]) => read.includes(property))
         .flatMap(([, refs]) => [...refs]);
       if (what.length === 0) continue;
       const display = located.get(logicalId)?.display ?? logicalId;
