@@ -13,6 +13,7 @@ import {
   queueVariables,
   render,
 } from './deploy-readiness';
+import { EVENT_TYPE_METADATA_KEY } from './sam';
 
 /** One resource as a template holds it, intrinsics unresolved. */
 export interface TemplateResource {
@@ -67,6 +68,13 @@ export interface TemplateRule {
    * @default - none
    */
   readonly reads?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The kinds of event source mapping the rule judges: an unresolved reference on a mapping of
+   * another kind (known from its source or its SAM event) is nothing to the rule (a stream rule
+   * says nothing of an SQS event).
+   * @default - every kind
+   */
+  readonly mappingKinds?: readonly MappingSourceKind[];
   /**
    * Why the rule applies to nothing, when that says more than "nothing in scope" (e.g. the
    * audit was given no latency objectives).
@@ -259,7 +267,10 @@ export interface ResolvedMapping {
   readonly externalQueue?: string;
   /** For a stream mapping: its service, and the stream resource in the template (table or Kinesis stream). */
   readonly stream?: { readonly service: StreamService; readonly resourceId: string | undefined };
-  /** For an `unknown` source: what the template does not say. */
+  /**
+   * What the template does not say about the source: for an `unknown` kind, what it reads; for an
+   * SQS or stream mapping (a SAM event's type tells the kind), which queue or stream.
+   */
   readonly unknownSource?: string;
   /** Logical id of the function, when it is in the template. */
   readonly functionId: string | undefined;
@@ -456,8 +467,24 @@ export class TemplateIndex {
     const decoupled = resource.Metadata?.[STREAM_ARN_METADATA_KEY];
     const candidates = this.candidates(decoupled ?? properties.EventSourceArn);
     const base = { logicalId, properties, functionId, sourceId: undefined };
+    // A SAM event says what it reads even when its Queue or Stream is unknown: what follows from
+    // the kind alone (the event's FunctionResponseTypes, a stream's retries) is still decided.
+    const eventType = resource.Metadata?.[EVENT_TYPE_METADATA_KEY];
+    const byEvent = (unknownSource: string): ResolvedMapping =>
+      eventType === 'SQS'
+        ? { ...base, sourceKind: 'sqs', unknownSource }
+        : eventType === 'DynamoDB' || eventType === 'Kinesis'
+          ? {
+              ...base,
+              sourceKind: 'stream',
+              stream: { service: eventType === 'Kinesis' ? 'kinesis' : 'dynamodb', resourceId: undefined },
+              unknownSource,
+            }
+          : { ...base, sourceKind: 'unknown', unknownSource };
     if (isUnknown(candidates))
-      return { ...base, sourceKind: 'unknown', unknownSource: `its EventSourceArn: ${candidates.unknown}` };
+      return byEvent(
+        `its ${eventType === 'SQS' ? 'Queue' : eventType === undefined ? 'EventSourceArn' : 'Stream'}: ${candidates.unknown}`,
+      );
     // Fn::If between sources: the first branch decides the kind (both are checked where it matters).
     const source = candidates[0]?.value;
     const queueId = this.referencedId(source, QUEUE);
@@ -477,6 +504,10 @@ export class TemplateIndex {
       return { ...base, sourceKind: 'other' };
     const target = targetId(source);
     const type = target === undefined ? undefined : this.resources.get(target)?.Type;
+    if (eventType !== undefined)
+      return byEvent(
+        `its ${eventType === 'SQS' ? 'queue' : 'stream'} ${text} ${type !== undefined ? `is an attribute of a ${type}` : 'names nothing in the template'}, so which one it reads is unknown`,
+      );
     return {
       ...base,
       sourceKind: 'unknown',
@@ -744,11 +775,16 @@ function notCheckable(logicalId: string, why: string): ResourceFinding {
   return { logicalId, compliant: true, checkable: false, why };
 }
 
-/** The not-checkable finding of a mapping whose source the template does not tell. */
+/** The not-checkable finding of a mapping whose source (its kind, or which queue or stream) the template does not tell. */
 function unknownSourceFinding(m: ResolvedMapping): ResourceFinding[] {
-  return m.sourceKind === 'unknown'
+  return m.sourceKind === 'unknown' || m.unknownSource !== undefined
     ? [notCheckable(m.logicalId, `${m.logicalId}: ${m.unknownSource ?? 'its source is unknown'}`)]
     : [];
+}
+
+/** Mappings that may read a queue: SQS ones and those whose kind is unknown (the queue rules' scope). */
+function mayReadQueue(m: ResolvedMapping): boolean {
+  return m.sourceKind === 'sqs' || m.sourceKind === 'unknown';
 }
 
 /**
@@ -766,6 +802,7 @@ function unknownSourceFinding(m: ResolvedMapping): ResourceFinding[] {
 const visibilityTimeout: TemplateRule = {
   suffix: 'D2',
   featureId: 'D2',
+  mappingKinds: ['sqs'],
   title: `The SQS queue's visibility timeout is at least ${MIN_VISIBILITY_FACTOR} × the timeout of the function its event source mapping feeds, plus the mapping's batching window.`,
   explanation:
     'A shorter visibility timeout lets a second worker receive a job while the first still runs it (and retries inside Lambda make it worse): duplicates and double side effects.',
@@ -778,7 +815,8 @@ const visibilityTimeout: TemplateRule = {
     index.mappings.flatMap((m) => {
       if (m.sourceKind === 'unknown') return unknownSourceFinding(m);
       const queue = m.sourceId ?? m.externalQueue;
-      if (m.sourceKind !== 'sqs' || queue === undefined) return [];
+      if (m.sourceKind !== 'sqs') return [];
+      if (queue === undefined) return unknownSourceFinding(m);
       if (m.functionId === undefined)
         return [
           notCheckable(
@@ -850,6 +888,7 @@ const visibilityTimeout: TemplateRule = {
 const partialBatch: TemplateRule = {
   suffix: 'D3',
   featureId: 'D3',
+  mappingKinds: ['sqs', 'stream'],
   title:
     'The SQS or stream (DynamoDB, Kinesis) event source mapping has FunctionResponseTypes ReportBatchItemFailures.',
   explanation:
@@ -891,12 +930,13 @@ const partialBatch: TemplateRule = {
 const deadLetterQueue: TemplateRule = {
   suffix: 'R3',
   featureId: 'R3',
+  mappingKinds: ['sqs'],
   title: `The source queue has a dead-letter queue: a redrive policy with maxReceiveCount in [${MAX_RECEIVE_COUNT_RANGE.min}, ${MAX_RECEIVE_COUNT_RANGE.max}], or a consumer that sends failures to a queue of its environment it may send to.`,
   explanation:
     'Without a DLQ a poison message is retried until it expires and is lost; a maxReceiveCount of 1 never retries a transient failure, a large one turns a poison message into a retry storm.',
   reads: { [MAPPING]: ['EventSourceArn'], [QUEUE]: ['RedrivePolicy'] },
   check: (index) => [
-    ...index.mappings.flatMap(unknownSourceFinding),
+    ...index.mappings.filter(mayReadQueue).flatMap(unknownSourceFinding),
     ...index
       .externalQueues()
       .map((arn) =>
@@ -973,13 +1013,18 @@ function queueAlarmFinding(index: TemplateIndex, queue: string, metricName: stri
 const queueAgeAlarm: TemplateRule = {
   suffix: 'O3-QueueAge',
   featureId: 'O3',
+  mappingKinds: ['sqs'],
   title:
     'The source queue has an ApproximateAgeOfOldestMessage alarm on its QueueName (not its URL) with AlarmActions.',
   explanation:
     'A backlog is silent until users notice: the oldest message age is the first sign of a stuck or slow consumer.',
-  reads: { [MAPPING]: ['EventSourceArn'], [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'] },
+  reads: {
+    [MAPPING]: ['EventSourceArn'],
+    [QUEUE]: ['QueueName'],
+    [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'],
+  },
   check: (index) => [
-    ...index.mappings.flatMap(unknownSourceFinding),
+    ...index.mappings.filter(mayReadQueue).flatMap(unknownSourceFinding),
     ...[...index.sourceQueueIds(), ...index.externalQueues()].map((q) =>
       queueAlarmFinding(index, q, 'ApproximateAgeOfOldestMessage'),
     ),
@@ -1119,6 +1164,7 @@ export const KINESIS_DEFAULT_RETENTION_HOURS = 24;
 const streamFailureHandling: TemplateRule = {
   suffix: 'R6',
   featureId: 'R6',
+  mappingKinds: ['stream'],
   title: `The stream event source mapping bisects on error, bounds MaximumRetryAttempts to [${STREAM_RETRY_RANGE.min}, ${STREAM_RETRY_RANGE.max}] and MaximumRecordAgeInSeconds to at least ${MIN_RECORD_AGE_SECONDS} s and at most the stream's retention, and has an on-failure destination.`,
   explanation:
     'A stream shard blocks behind a failing record: without bisect and bounds it retries until the record expires (24 h), everything behind it waits, and the record is lost without a trace.',
@@ -1240,6 +1286,13 @@ function ttlRule(suffix: string, featureId: string, kind: string, pattern: RegEx
   };
 }
 
+/** What to set for one missing D4 limit, in the input's words: only what its own property needs. */
+function limitAdvice(limit: string, v: TemplateVocabulary): string {
+  return limit === 'Timeout'
+    ? `set ${v.timeout} (seconds, above the slowest job's outbound timeouts) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s default`
+    : `set ${v.memorySize} (MB) instead of ${v.defaultsOwner} ${v.defaultMemoryMb} MB default`;
+}
+
 /** D4: every consumer states its timeout and memory. */
 const explicitFunctionLimits: TemplateRule = {
   suffix: 'D4',
@@ -1258,7 +1311,7 @@ const explicitFunctionLimits: TemplateRule = {
       return finding(
         id,
         missing.length === 0,
-        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${named.join(' or ')}: ${v.setLimits ?? `set ${named.join(' and ')}`} (${v.timeout} in seconds above the slowest job's outbound timeouts, ${v.memorySize} in MB) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s / ${v.defaultMemoryMb} MB defaults`}`,
+        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${named.join(' or ')}: ${missing.length === 2 && v.setLimits !== undefined ? `${v.setLimits} (${v.timeout} in seconds above the slowest job's outbound timeouts, ${v.memorySize} in MB) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s / ${v.defaultMemoryMb} MB defaults` : missing.map((k) => limitAdvice(k, v)).join('; ')}`}`,
       );
     }),
 };

@@ -4,7 +4,17 @@
  * modelled first (sam.ts). Several stacks are audited as one template whose logical ids carry their
  * stack, after resolving the references between them: a nested stack's parameters and outputs, and
  * `Fn::ImportValue` against the exports of the stacks given. A reference that stays unresolved
- * makes each rule that reads it `not-checkable` for that resource, naming what is unknown.
+ * makes each rule that reads it `not-checkable` for that resource, naming what is unknown; a rule
+ * gives one verdict per resource (a failure is not also not-checkable).
+ *
+ * A nested stack whose template is not given (an `AWS::CloudFormation::Stack` or SAM application
+ * whose TemplateURL is outside the input) may hold anything, but a rule can only be changed by
+ * what crosses its boundary: an output the parent reads is an unresolved reference (above), and a
+ * resource the parent passes it as a parameter (a queue, a function, a table, an alarm) may be
+ * consumed, mapped or watched there. So each rule that reads a resource of that type, and has not
+ * already decided on it from the parent, is not-checkable for that resource; a nested stack passed
+ * none of the rule's subjects (a stack creating a Cognito user) changes nothing. Its own resources
+ * are not audited: TemplateAudit.notAudited names it, once, not per rule.
  */
 import { checklistItem, type AuditFinding, type ChecklistItem, type ItemFinding } from './checklist';
 import {
@@ -56,6 +66,14 @@ export interface StackTemplate {
 export interface TemplateAudit {
   readonly items: ChecklistItem[];
   readonly findings: AuditFinding[];
+  /** Nested stacks whose template was not given: their own resources are not audited (the user's names). */
+  readonly notAudited: string[];
+}
+
+/** A nested stack whose template was not given, with the merged ids of the resources passed to it. */
+interface UnseenStack {
+  readonly display: string;
+  readonly passed: ReadonlySet<string>;
 }
 
 /** The nested-stack resource type. */
@@ -201,6 +219,22 @@ class StackMerger {
   }
 }
 
+/** The logical ids a value references: `Ref`, `Fn::GetAtt`, and `${X}` / `${X.Attr}` in `Fn::Sub`. */
+function referencedIds(value: unknown, into: Set<string> = new Set(), depth = 0): Set<string> {
+  if (depth > 32) return into;
+  if (Array.isArray(value)) for (const v of value) referencedIds(v, into, depth + 1);
+  if (!isRecord(value)) return into;
+  if (typeof value.Ref === 'string') into.add(value.Ref);
+  const getAtt = getAttParts(value['Fn::GetAtt']);
+  if (getAtt !== undefined) into.add(getAtt[0]);
+  const sub = value['Fn::Sub'];
+  const text = typeof sub === 'string' ? sub : Array.isArray(sub) ? sub[0] : undefined;
+  if (typeof text === 'string')
+    for (const [, name = ''] of text.matchAll(/\$\{([^!}][^}.]*)(?:\.[^}]*)?\}/g)) into.add(name);
+  for (const [key, v] of Object.entries(value)) if (key !== 'Ref') referencedIds(v, into, depth + 1);
+  return into;
+}
+
 /** A `Fn::GetAtt` as [logical id, attribute] (the string form splits at the first dot). */
 function getAttParts(value: unknown): [string, string] | undefined {
   if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string')
@@ -237,6 +271,7 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
   model: TemplateModel;
   located: Map<string, Located>;
   unresolved: Map<string, Map<string, Set<string>>>;
+  unseen: UnseenStack[];
 } {
   const several = stacks.length > 1;
   const contexts = stacks.map((stack, i): StackContext => {
@@ -263,6 +298,7 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
   const parameters: Record<string, unknown> = {};
   const located = new Map<string, Located>();
   const unresolved = new Map<string, Map<string, Set<string>>>();
+  const unseen: UnseenStack[] = [];
   for (const context of contexts) {
     for (const [name, parameter] of Object.entries(context.parameters))
       parameters[`${context.prefix}${name}`] = parameter;
@@ -298,19 +334,48 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
         line: own === undefined ? context.stack.lineOf?.(origin.path) : own.line,
       });
     }
-    // A nested stack not given: what it holds is unknown to every rule (`*`).
+    // A nested stack not given: what the parent passes it is what it may change a verdict of.
     for (const [id, resource] of Object.entries(context.resources)) {
       if (resource.Type !== NESTED_STACK || context.children.has(id)) continue;
       const mergedId = `${context.prefix}${id}`;
-      const byProperty = unresolved.get(mergedId) ?? new Map<string, Set<string>>();
-      byProperty.set(
-        '*',
-        new Set([`its template was not given, so the resources of nested stack ${id} are not audited`]),
-      );
-      unresolved.set(mergedId, byProperty);
+      const passed = resources[mergedId]?.Properties?.Parameters;
+      unseen.push({
+        display: located.get(mergedId)?.display ?? mergedId,
+        passed: new Set([...referencedIds(passed)].filter((r) => r !== mergedId && r in resources)),
+      });
     }
   }
-  return { model: { Resources: resources, Parameters: parameters }, located, unresolved };
+  return { model: { Resources: resources, Parameters: parameters }, located, unresolved, unseen };
+}
+
+/**
+ * One verdict per resource: a failure is the verdict (its not-checkable findings dropped), and
+ * several failing (or several not-checkable) findings on one resource become one, their reasons
+ * joined. Passing findings are kept as they are (a pass's why counts what was checked).
+ */
+function oneVerdictPerResource<F extends ItemFinding & { logicalId: string }>(findings: readonly F[]): F[] {
+  const failed = new Set(findings.filter((f) => !f.compliant).map((f) => f.logicalId));
+  const merged = new Map<string, F>();
+  const out: F[] = [];
+  for (const f of findings) {
+    const unknown = f.compliant && f.checkable === false;
+    if (f.compliant && !unknown) {
+      out.push(f);
+      continue;
+    }
+    if (unknown && failed.has(f.logicalId)) continue;
+    const key = `${unknown ? 'unknown' : 'fail'} ${f.logicalId}`;
+    const first = merged.get(key);
+    if (first === undefined) {
+      merged.set(key, f);
+      out.push(f);
+    } else if (!first.why.split('; ').includes(f.why)) {
+      const joined = { ...first, why: `${first.why}; ${f.why}` };
+      merged.set(key, joined);
+      out[out.indexOf(first)] = joined;
+    }
+  }
+  return out;
 }
 
 /** Replaces CloudFormation's words by an input format's (StackTemplate.vocabulary), longest first. */
@@ -348,9 +413,10 @@ export function auditTemplates(
   stacks: readonly StackTemplate[],
   options: TemplateAuditOptions = {},
 ): TemplateAudit {
-  const { model, located, unresolved } = mergeStacks(stacks);
+  const { model, located, unresolved, unseen } = mergeStacks(stacks);
   const vocabulary = options.vocabulary ?? stacks.find((s) => s.vocabulary !== undefined)?.vocabulary;
   const index = new TemplateIndex(model, vocabulary === undefined ? options : { ...options, vocabulary });
+  const mappingKinds = new Map(index.mappings.map((m) => [m.logicalId, m.sourceKind]));
   const renameIds = renamer(located);
   const translate = translator(vocabulary?.words);
   const rename = (text: string): string => translate(renameIds(text));
@@ -367,9 +433,12 @@ export function auditTemplates(
     const unknown: (ItemFinding & { logicalId: string })[] = [];
     for (const [logicalId, byProperty] of unresolved) {
       const type = model.Resources[logicalId]?.Type ?? '';
+      const kind = mappingKinds.get(logicalId);
+      // A mapping the rule does not judge (an SQS event under a stream rule) is nothing to it.
+      if (kind !== undefined && kind !== 'unknown' && rule.mappingKinds?.includes(kind) === false) continue;
       const read = rule.reads?.[type] ?? [];
       const what = [...byProperty]
-        .filter(([property]) => property === '*' || read.includes(property))
+        .filter(([property]) => read.includes(property))
         .flatMap(([, refs]) => [...refs]);
       if (what.length === 0) continue;
       const display = located.get(logicalId)?.display ?? logicalId;
@@ -381,7 +450,22 @@ export function auditTemplates(
         logicalId,
       });
     }
-    const all = [...own, ...unknown];
+    const decided = new Set(own.filter((f) => f.checkable !== false).map((f) => f.logicalId));
+    for (const stack of unseen) {
+      for (const logicalId of stack.passed) {
+        const type = model.Resources[logicalId]?.Type ?? '';
+        if (rule.reads?.[type] === undefined || decided.has(logicalId)) continue;
+        const display = located.get(logicalId)?.display ?? logicalId;
+        unknown.push({
+          resource: display,
+          compliant: true,
+          checkable: false,
+          why: `${display}: it is passed to nested stack ${stack.display}, whose template was not given, so what that stack does with it is not audited: audit the nested stack's template with this one`,
+          logicalId,
+        });
+      }
+    }
+    const all = oneVerdictPerResource([...own, ...unknown]);
     const checked = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
     const item =
       checked.status === 'not-applicable' && rule.notApplicable !== undefined
@@ -393,7 +477,8 @@ export function auditTemplates(
       findings.push({
         ruleId: id,
         featureId: rule.featureId,
-        level: item.level,
+        // A not-checkable finding is a note even inside a failing rule; a failure keeps the rule's level.
+        level: f.compliant ? 'note' : (item.ruleLevel ?? item.level),
         status: f.compliant ? 'not-checkable' : 'fail',
         resource: f.resource,
         ...(where?.stack === undefined ? {} : { stack: where.stack }),
@@ -404,7 +489,7 @@ export function auditTemplates(
     }
     return item;
   });
-  return { items, findings };
+  return { items, findings, notAudited: unseen.map((u) => u.display) };
 }
 
 /** The checklist for one template object (JSON form; SAM is modelled): one item per rule, in checklist order. */

@@ -64,22 +64,33 @@ export function parseAuditOptions(raw: unknown, positional?: string): AuditOptio
   return template === undefined ? options : { ...options, template };
 }
 
-/** The human checklist: one row per rule; a passing rule shows how many resources it checked. */
+/**
+ * The human checklist: one row per rule, with the level of a verdict that reports something (a
+ * failure's error or warning, a not-checkable verdict's note); a passing rule shows how many
+ * resources it checked.
+ */
 export function renderChecklist(items: readonly ChecklistItem[]): string {
   return renderTable(
-    ['rule', 'feature', 'status', 'why'],
+    ['rule', 'feature', 'status', 'level', 'why'],
     items.map((i) => ({
       rule: i.ruleId,
       feature: i.featureId,
       status: i.status === 'fail' && i.level === 'warning' ? 'warn' : i.status,
+      level: i.status === 'fail' || i.status === 'not-checkable' ? i.level : '',
       why: i.status === 'pass' ? `${i.resources.length} checked` : i.why,
     })),
   );
 }
 
+/** The text report's line naming the nested stacks whose resources were not audited; empty when none. */
+export function notAuditedText(stacks: readonly string[] | undefined): string {
+  if (stacks === undefined || stacks.length === 0) return '';
+  return `\nNot audited: nested stack ${stacks.join(', ')}: its template was not given (audit the whole cdk.out, or the nested template with this one)`;
+}
+
 /** Exit codes of `tenang audit`, for --help. */
 const AUDIT_EXIT_CODES = `
-Exit codes: 0 nothing failed at error level (warnings and not-checkable rules are reported only),
+Exit codes: 0 nothing failed at error level (warnings, and not-checkable rules, notes, are reported only),
 1 an error-level rule failed, 2 usage error or unreadable input (with --json: a JSON error object
 on stdout), 3 no usable AWS credentials (--live).
 
@@ -156,7 +167,7 @@ async function runAndPrint(options: AuditOptions, ctx: CliContext, drills: AppDr
         ? renderSarif(result)
         : format === 'markdown'
           ? renderMarkdown(result)
-          : `Audit of ${result.source}\n${renderChecklist(result.items)}`,
+          : `Audit of ${result.source}\n${renderChecklist(result.items)}${notAuditedText(result.notAudited)}`,
   );
   if (result.failed) {
     const failing = result.items

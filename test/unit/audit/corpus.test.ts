@@ -1,6 +1,6 @@
 /**
  * The audit measured against a hand-judged corpus of public worker-queue templates
- * (test/fixtures/audit-corpus, issue 15 part 6): every template read as the CLI reads it, audited,
+ * (test/fixtures/audit-corpus, the audit's first hand-judged corpus): every template read as the CLI reads it, audited,
  * and its failing findings compared with the judged flaws: recall over `flaws` (a not-checkable
  * flaw counts as found when the audit says not-checkable for that pair) and false positives (a
  * failing finding on a pair not judged a flaw). The judgments are never adjusted to the audit.
