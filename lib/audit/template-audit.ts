@@ -489,7 +489,13 @@ export function auditTemplates(
     }
     return item;
   });
-  return { items, findings, notAudited: unseen.map((u) => u.display) };
+  // In the input's words (a Terraform module whose source is not a local path is such a stack).
+  const notAudited = unseen.map((u) =>
+    rename(
+      `nested stack ${u.display}: its template was not given (audit the whole cdk.out, or the nested template with this one)`,
+    ),
+  );
+  return { items, findings, notAudited };
 }
 
 /** The checklist for one template object (JSON form; SAM is modelled): one item per rule, in checklist order. */

@@ -37,6 +37,10 @@ function isRecord(value: unknown): value is Json {
  * (template-audit.ts replaces them in each finding's text, longest first, as whole words).
  */
 const TERRAFORM_WORDS: Readonly<Record<string, string>> = {
+  // A module whose source is not a local path is read as a nested stack whose template is not given.
+  'nested stack ': '',
+  'its template was not given (audit the whole cdk.out, or the nested template with this one)':
+    'its source is not a local path: the audit reads no registry or remote module (vendor it to audit it)',
   'FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)':
     'function_response_types = ["ReportBatchItemFailures"] on aws_lambda_event_source_mapping',
   FunctionResponseTypes: 'function_response_types',

@@ -148,10 +148,7 @@ export function renderMarkdown(result: AuditResult): string {
     ),
   ];
   if ((result.notAudited ?? []).length > 0)
-    lines.push(
-      '',
-      `Not audited: nested stack ${(result.notAudited ?? []).join(', ')}: its template was not given.`,
-    );
+    lines.push('', `Not audited: ${(result.notAudited ?? []).join('; ')}.`);
   if (failures.length > 0) lines.push('', '#### Failures', ...table(failures));
   if (unknown.length > 0) lines.push('', '#### Not checkable from this input', ...table(unknown));
   lines.push(

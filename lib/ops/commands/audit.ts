@@ -82,10 +82,13 @@ export function renderChecklist(items: readonly ChecklistItem[]): string {
   );
 }
 
-/** The text report's line naming the nested stacks whose resources were not audited; empty when none. */
+/**
+ * The text report's line naming the nested stacks (Terraform: the remote modules) whose resources
+ * were not audited, each with why (TemplateAudit.notAudited); empty when none.
+ */
 export function notAuditedText(stacks: readonly string[] | undefined): string {
   if (stacks === undefined || stacks.length === 0) return '';
-  return `\nNot audited: nested stack ${stacks.join(', ')}: its template was not given (audit the whole cdk.out, or the nested template with this one)`;
+  return `\nNot audited: ${stacks.join('; ')}`;
 }
 
 /** Exit codes of `tenang audit`, for --help. */

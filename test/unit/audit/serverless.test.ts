@@ -259,7 +259,7 @@ describe('Function: auditTemplates (serverless.yml)', () => {
 
     // Assess
     expect(findingOf(findings, 'D4', 'PlainDashconsumerLambdaFunction')?.why).toBe(
-      "PlainDashconsumerLambdaFunction: no timeout: set timeout and memorySize on the function (or provider.timeout / provider.memorySize) (timeout in seconds above the slowest job's outbound timeouts, memorySize in MB) instead of the framework's 6 s / 1024 MB defaults",
+      "PlainDashconsumerLambdaFunction: no timeout: set timeout (seconds, above the slowest job's outbound timeouts) instead of the framework's 6 s default",
     );
     expect(findingOf(findings, 'D4', 'WorkerLambdaFunction')).toBeUndefined();
   });

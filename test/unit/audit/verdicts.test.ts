@@ -168,7 +168,9 @@ describe('not-applicable and nested stacks', () => {
       expect(item(result, rule).status).toBe('not-applicable');
     expect(result.findings).toEqual([]);
     // What the nested stack itself holds is said once, not per rule.
-    expect(result.notAudited).toEqual(['Users']);
+    expect(result.notAudited).toEqual([
+      'nested stack Users: its template was not given (audit the whole cdk.out, or the nested template with this one)',
+    ]);
     expect(notAuditedText(result.notAudited)).toContain('Not audited: nested stack Users');
   });
 
@@ -189,7 +191,9 @@ Resources:
 
     // Assess
     expect(result.items.filter((i) => i.status === 'not-checkable')).toEqual([]);
-    expect(result.notAudited).toEqual(['Users']);
+    expect(result.notAudited).toEqual([
+      'nested stack Users: its template was not given (audit the whole cdk.out, or the nested template with this one)',
+    ]);
   });
 
   it('when the parent passes a queue to a nested stack not given, the rules about that queue are not-checkable for it', () => {
@@ -386,9 +390,14 @@ describe('Function: describeUnsupported (an input of another format)', () => {
 
   it('when the markdown report has nested stacks not audited, it names them', () => {
     // Act
-    const markdown = renderMarkdown({ source: 't.yaml', items: [], failed: false, notAudited: ['Users'] });
+    const markdown = renderMarkdown({
+      source: 't.yaml',
+      items: [],
+      failed: false,
+      notAudited: ['nested stack Users: its template was not given'],
+    });
 
     // Assess
-    expect(markdown).toContain('Not audited: nested stack Users: its template was not given.');
+    expect(markdown).toContain('Not audited: nested stack Users: its template was not given');
   });
 });
