@@ -7,10 +7,22 @@
 export type AuditStatus = 'pass' | 'fail' | 'not-applicable' | 'not-checkable';
 
 /**
- * How a failure counts: an `error` fails the audit (exit 1); a `warning` is reported but does
- * not fail it (a control the project does not have yet).
+ * How a rule's failure counts: an `error` fails the audit (exit 1); a `warning` is reported but
+ * does not fail it (a control the project does not have yet).
  */
-export type AuditLevel = 'error' | 'warning';
+export type RuleLevel = 'error' | 'warning';
+
+/**
+ * A verdict's level: a failing (or passing, or not-applicable) rule's own level; `note` for a
+ * not-checkable verdict, which fails nothing and asks the user to audit what the input lacks
+ * (SARIF's `note`).
+ */
+export type AuditLevel = RuleLevel | 'note';
+
+/** The level of a verdict of a rule of `ruleLevel`: a not-checkable verdict is a note. */
+export function verdictLevel(status: AuditStatus, ruleLevel: RuleLevel): AuditLevel {
+  return status === 'not-checkable' ? 'note' : ruleLevel;
+}
 
 /** One line of the checklist. */
 export interface ChecklistItem {
@@ -20,7 +32,14 @@ export interface ChecklistItem {
   readonly featureId: string;
   readonly title: string;
   readonly status: AuditStatus;
+  /** The verdict's level (verdictLevel): `note` when not-checkable, else the rule's. */
   readonly level: AuditLevel;
+  /**
+   * The rule's own level, when the verdict's differs (a not-checkable verdict): what a failure
+   * of the rule would count as (SARIF's rule configuration).
+   * @default - the same as level
+   */
+  readonly ruleLevel?: RuleLevel;
   /** Why, one reason per failing (or, when passing, checked) resource. */
   readonly why: string;
   /**
@@ -43,6 +62,7 @@ export interface ItemFinding {
 export interface AuditFinding {
   readonly ruleId: string;
   readonly featureId: string;
+  /** A failing finding's rule level; `note` for a not-checkable one. */
   readonly level: AuditLevel;
   readonly status: 'fail' | 'not-checkable';
   /** The resource as the user wrote it, e.g. `Queue`, `MyFunction (event MySQSEvent)`, `Stack/Queue`. */
@@ -64,32 +84,42 @@ export function checklistItem(
     readonly ruleId: string;
     readonly featureId: string;
     readonly title: string;
-    readonly level?: AuditLevel;
+    readonly level?: RuleLevel;
   },
   findings: readonly ItemFinding[],
 ): ChecklistItem {
   const failing = findings.filter((f) => !f.compliant);
   const unknown = findings.filter((f) => f.compliant && f.checkable === false);
   const shown = failing.length > 0 ? failing : unknown.length > 0 ? unknown : findings;
+  const status: AuditStatus =
+    findings.length === 0
+      ? 'not-applicable'
+      : failing.length > 0
+        ? 'fail'
+        : unknown.length > 0
+          ? 'not-checkable'
+          : 'pass';
   return {
     ruleId: rule.ruleId,
     featureId: rule.featureId,
     title: rule.title,
-    level: rule.level ?? 'error',
-    status:
-      findings.length === 0
-        ? 'not-applicable'
-        : failing.length > 0
-          ? 'fail'
-          : unknown.length > 0
-            ? 'not-checkable'
-            : 'pass',
+    ...levels(status, rule.level ?? 'error'),
+    status,
     why: findings.length === 0 ? 'nothing in scope' : shown.map((f) => f.why).join('; '),
     resources: [...new Set(shown.map((f) => f.resource))],
   };
 }
 
-/** Whether a checklist fails the audit: an error-level rule failed. */
+/** An item's `level` (and `ruleLevel` when they differ) for a verdict of a rule of `ruleLevel`. */
+export function levels(
+  status: AuditStatus,
+  ruleLevel: RuleLevel,
+): { level: AuditLevel; ruleLevel?: RuleLevel } {
+  const level = verdictLevel(status, ruleLevel);
+  return level === ruleLevel ? { level } : { level, ruleLevel };
+}
+
+/** Whether a checklist fails the audit: an error-level rule failed (never a not-checkable one, a note). */
 export function auditFailed(items: readonly ChecklistItem[]): boolean {
   return items.some((i) => i.status === 'fail' && i.level === 'error');
 }

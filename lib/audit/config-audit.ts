@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { PipelineConfig } from '../config';
 import { RUNBOOK } from '../infra/observability';
-import { checklistItem, type AuditLevel, type ChecklistItem, type ItemFinding } from './checklist';
+import { checklistItem, type ChecklistItem, type ItemFinding, type RuleLevel } from './checklist';
 import { RULE_PREFIX } from './rules';
 
 /** The package's name in its package.json. */
@@ -77,7 +77,7 @@ interface ConfigRule {
   readonly ruleId: string;
   readonly featureId: string;
   readonly title: string;
-  readonly level: AuditLevel;
+  readonly level: RuleLevel;
   readonly check: (config: PipelineConfig, dirs: Required<ConfigAuditOptions>) => ItemFinding[];
 }
 

@@ -33,7 +33,7 @@ import type { CompositeAlarm, MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import type { TimeToLiveDescription } from '@aws-sdk/client-dynamodb';
 import type { EventSourceMappingConfiguration, FunctionConfiguration } from '@aws-sdk/client-lambda';
 import type { Subscription } from '@aws-sdk/client-sns';
-import { checklistItem, type ChecklistItem } from './checklist';
+import { checklistItem, levels, type ChecklistItem } from './checklist';
 import { evaluatePreflight, preflightChecklist, type PreflightFacts } from './preflight';
 import {
   NO_SUBSCRIBER_METADATA_KEY,
@@ -402,7 +402,13 @@ export function auditLive(answers: LiveStackAnswers): ChecklistItem[] {
     const item = { ruleId: ruleId(rule), featureId: rule.featureId, title: rule.title };
     const coverage = liveCoverage(rule);
     if (!coverage.checkable) {
-      return { ...item, status: 'not-checkable', level: 'error', why: coverage.reason, resources: [] };
+      return {
+        ...item,
+        status: 'not-checkable',
+        ...levels('not-checkable', 'error'),
+        why: coverage.reason,
+        resources: [],
+      };
     }
     return checklistItem(
       item,

@@ -24,7 +24,7 @@
  */
 import type { PipelineConfig } from '../config';
 import { CACHE_ADMIN_SERVICE, RECONCILER_SERVICE } from '../config/metrics';
-import type { ChecklistItem } from './checklist';
+import { levels, type ChecklistItem } from './checklist';
 
 /** The feature the preflight rules prove (docs/features.md#p5). */
 export const PREFLIGHT_FEATURE_ID = 'P5';
@@ -750,12 +750,13 @@ export function preflightFailed(checks: readonly PreflightCheck[]): boolean {
 export function preflightChecklist(checks: readonly PreflightCheck[]): ChecklistItem[] {
   return checks.map((c) => {
     const rule = PREFLIGHT_RULES[c.id];
+    const status = c.status === 'pass' ? 'pass' : c.status === 'skipped' ? 'not-checkable' : 'fail';
     return {
       ruleId: rule.ruleId,
       featureId: PREFLIGHT_FEATURE_ID,
       title: rule.title,
-      status: c.status === 'pass' ? 'pass' : c.status === 'skipped' ? 'not-checkable' : 'fail',
-      level: c.status === 'warn' ? 'warning' : 'error',
+      status,
+      ...levels(status, c.status === 'warn' ? 'warning' : 'error'),
       why: c.remedy === null || c.status === 'pass' ? c.message : `${c.message}; to fix: ${c.remedy}`,
       resources: c.resources,
     };

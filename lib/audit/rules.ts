@@ -13,6 +13,7 @@ import {
   queueVariables,
   render,
 } from './deploy-readiness';
+import { EVENT_TYPE_METADATA_KEY } from './sam';
 
 /** One resource as a template holds it, intrinsics unresolved. */
 export interface TemplateResource {
@@ -68,6 +69,13 @@ export interface TemplateRule {
    */
   readonly reads?: Readonly<Record<string, readonly string[]>>;
   /**
+   * The kinds of event source mapping the rule judges: an unresolved reference on a mapping of
+   * another kind (known from its source or its SAM event) is nothing to the rule (a stream rule
+   * says nothing of an SQS event).
+   * @default - every kind
+   */
+  readonly mappingKinds?: readonly MappingSourceKind[];
+  /**
    * Why the rule applies to nothing, when that says more than "nothing in scope" (e.g. the
    * audit was given no latency objectives).
    * @default - "nothing in scope"
@@ -84,8 +92,56 @@ export interface QueueObjective {
   readonly latencyObjectiveSeconds: number;
 }
 
+/**
+ * The words and defaults of the input's format, so a finding names what the user wrote: a
+ * CloudFormation / SAM / CDK template says `Timeout`, a serverless.yml `timeout` (serverless.ts).
+ * Rules read it from `TemplateIndex.vocabulary`; it changes no verdict, only the service defaults
+ * the format applies (the Serverless Framework writes 6 s / 1024 MB where Lambda's are 3 s / 128 MB).
+ */
+export interface TemplateVocabulary {
+  /** The format's name, for reports. */
+  readonly format: string;
+  /** A function's timeout when none is stated (what the format's tooling deploys). */
+  readonly defaultTimeoutSeconds: number;
+  /** A function's memory when none is stated. */
+  readonly defaultMemoryMb: number;
+  /** Whose the defaults are, e.g. `Lambda's`. */
+  readonly defaultsOwner: string;
+  /** The function's timeout and memory properties. */
+  readonly timeout: string;
+  readonly memorySize: string;
+  /** How to state both, when the format has more than one place for them (default: `set <missing>`). */
+  readonly setLimits?: string;
+  /** The alternative fix of D2. */
+  readonly lowerTimeout: string;
+  /** The queue's visibility timeout property. */
+  readonly visibilityTimeout: string;
+  /** The mapping's batching window property. */
+  readonly batchingWindow: string;
+  /** D3's fix. */
+  readonly partialBatchFix: string;
+  /** The mapping's response types property. */
+  readonly functionResponseTypes: string;
+  /** R6's properties and fixes. */
+  readonly bisect: string;
+  readonly maximumRetryAttempts: string;
+  readonly maximumRecordAge: string;
+  readonly onFailureFix: string;
+  /**
+   * CloudFormation's words the rules still write in other findings, in the format's words
+   * (`RedrivePolicy` → `redrive_policy`): replaced in each finding's text, longest first, as
+   * whole words. @default - none
+   */
+  readonly words?: Readonly<Record<string, string>>;
+}
+
 /** What an audit knows beyond the template. */
 export interface TemplateAuditOptions {
+  /**
+   * The input format's words and defaults.
+   * @default CLOUDFORMATION_VOCABULARY
+   */
+  readonly vocabulary?: TemplateVocabulary;
   /**
    * The latency objectives of the pipeline config's job types: with them, an oldest-message-age
    * alarm above its queue's objective is a finding (O3-QueueAgeThreshold).
@@ -105,11 +161,37 @@ export const MAX_RECEIVE_COUNT_RANGE = { min: 2, max: 20 } as const;
 export const SQS_DEFAULT_VISIBILITY_SECONDS = 30;
 /** Lambda's default function timeout, seconds. */
 export const LAMBDA_DEFAULT_TIMEOUT_SECONDS = 3;
+
+/** CloudFormation's words (SAM and the CDK named alongside where they differ). */
+export const CLOUDFORMATION_VOCABULARY: TemplateVocabulary = {
+  format: 'CloudFormation',
+  defaultTimeoutSeconds: LAMBDA_DEFAULT_TIMEOUT_SECONDS,
+  defaultMemoryMb: 128,
+  defaultsOwner: "Lambda's",
+  timeout: 'Timeout',
+  memorySize: 'MemorySize',
+  lowerTimeout: "lower the function's Timeout",
+  visibilityTimeout: 'VisibilityTimeout',
+  batchingWindow: 'MaximumBatchingWindowInSeconds',
+  partialBatchFix:
+    'add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true)',
+  functionResponseTypes: 'FunctionResponseTypes',
+  bisect: 'BisectBatchOnFunctionError: true',
+  maximumRetryAttempts: 'MaximumRetryAttempts',
+  maximumRecordAge: 'MaximumRecordAgeInSeconds',
+  onFailureFix: 'add DestinationConfig.OnFailure (an SQS queue or SNS topic)',
+};
 /**
  * Metadata key under which an emulator deployment keeps a stream mapping's real stream ARN
  * (lib/infra/stream-consumer.ts STREAM_ARN_METADATA); kept literal so this module stays CDK-free.
  */
 export const STREAM_ARN_METADATA_KEY = 'tenang:stream-arn';
+/**
+ * A value an input reader could not evaluate (a Terraform variable without a default, a remote
+ * module's output): `{ [UNKNOWN_VALUE_KEY]: '<why, in the input's words>' }`. A rule reading it is
+ * not-checkable, as with a CloudFormation parameter without a Default.
+ */
+export const UNKNOWN_VALUE_KEY = 'tenang:unknown';
 
 /** SQS queue type (these types are shared with the live audit, which builds such resources). */
 export const QUEUE = 'AWS::SQS::Queue';
@@ -185,7 +267,10 @@ export interface ResolvedMapping {
   readonly externalQueue?: string;
   /** For a stream mapping: its service, and the stream resource in the template (table or Kinesis stream). */
   readonly stream?: { readonly service: StreamService; readonly resourceId: string | undefined };
-  /** For an `unknown` source: what the template does not say. */
+  /**
+   * What the template does not say about the source: for an `unknown` kind, what it reads; for an
+   * SQS or stream mapping (a SAM event's type tells the kind), which queue or stream.
+   */
   readonly unknownSource?: string;
   /** Logical id of the function, when it is in the template. */
   readonly functionId: string | undefined;
@@ -249,9 +334,12 @@ export class TemplateIndex {
   public readonly mappings: readonly ResolvedMapping[];
   /** The config's latency objectives per queue; undefined when the audit has no config. */
   public readonly objectives: readonly QueueObjective[] | undefined;
+  /** The input format's words and defaults. */
+  public readonly vocabulary: TemplateVocabulary;
 
   public constructor(model: TemplateModel, options: TemplateAuditOptions = {}) {
     this.objectives = options.objectives;
+    this.vocabulary = options.vocabulary ?? CLOUDFORMATION_VOCABULARY;
     this.resources = new Map(Object.entries(model.Resources).filter(([, r]) => isRecord(r)));
     this.parameters = new Map(
       Object.entries(model.Parameters ?? {}).flatMap(([k, v]) => (isRecord(v) ? [[k, v] as const] : [])),
@@ -284,6 +372,7 @@ export class TemplateIndex {
       }));
     }
     if (depth > 16 || !isRecord(value)) return [{ value, via }];
+    if (typeof value[UNKNOWN_VALUE_KEY] === 'string') return { unknown: value[UNKNOWN_VALUE_KEY] };
     if (typeof value.Ref === 'string') {
       if (value.Ref === 'AWS::NoValue') return [{ value: undefined, via }];
       const parameter = this.resources.has(value.Ref) ? undefined : this.parameters.get(value.Ref);
@@ -378,8 +467,24 @@ export class TemplateIndex {
     const decoupled = resource.Metadata?.[STREAM_ARN_METADATA_KEY];
     const candidates = this.candidates(decoupled ?? properties.EventSourceArn);
     const base = { logicalId, properties, functionId, sourceId: undefined };
+    // A SAM event says what it reads even when its Queue or Stream is unknown: what follows from
+    // the kind alone (the event's FunctionResponseTypes, a stream's retries) is still decided.
+    const eventType = resource.Metadata?.[EVENT_TYPE_METADATA_KEY];
+    const byEvent = (unknownSource: string): ResolvedMapping =>
+      eventType === 'SQS'
+        ? { ...base, sourceKind: 'sqs', unknownSource }
+        : eventType === 'DynamoDB' || eventType === 'Kinesis'
+          ? {
+              ...base,
+              sourceKind: 'stream',
+              stream: { service: eventType === 'Kinesis' ? 'kinesis' : 'dynamodb', resourceId: undefined },
+              unknownSource,
+            }
+          : { ...base, sourceKind: 'unknown', unknownSource };
     if (isUnknown(candidates))
-      return { ...base, sourceKind: 'unknown', unknownSource: `its EventSourceArn: ${candidates.unknown}` };
+      return byEvent(
+        `its ${eventType === 'SQS' ? 'Queue' : eventType === undefined ? 'EventSourceArn' : 'Stream'}: ${candidates.unknown}`,
+      );
     // Fn::If between sources: the first branch decides the kind (both are checked where it matters).
     const source = candidates[0]?.value;
     const queueId = this.referencedId(source, QUEUE);
@@ -399,6 +504,10 @@ export class TemplateIndex {
       return { ...base, sourceKind: 'other' };
     const target = targetId(source);
     const type = target === undefined ? undefined : this.resources.get(target)?.Type;
+    if (eventType !== undefined)
+      return byEvent(
+        `its ${eventType === 'SQS' ? 'queue' : 'stream'} ${text} ${type !== undefined ? `is an attribute of a ${type}` : 'names nothing in the template'}, so which one it reads is unknown`,
+      );
     return {
       ...base,
       sourceKind: 'unknown',
@@ -666,11 +775,16 @@ function notCheckable(logicalId: string, why: string): ResourceFinding {
   return { logicalId, compliant: true, checkable: false, why };
 }
 
-/** The not-checkable finding of a mapping whose source the template does not tell. */
+/** The not-checkable finding of a mapping whose source (its kind, or which queue or stream) the template does not tell. */
 function unknownSourceFinding(m: ResolvedMapping): ResourceFinding[] {
-  return m.sourceKind === 'unknown'
+  return m.sourceKind === 'unknown' || m.unknownSource !== undefined
     ? [notCheckable(m.logicalId, `${m.logicalId}: ${m.unknownSource ?? 'its source is unknown'}`)]
     : [];
+}
+
+/** Mappings that may read a queue: SQS ones and those whose kind is unknown (the queue rules' scope). */
+function mayReadQueue(m: ResolvedMapping): boolean {
+  return m.sourceKind === 'sqs' || m.sourceKind === 'unknown';
 }
 
 /**
@@ -688,6 +802,7 @@ function unknownSourceFinding(m: ResolvedMapping): ResourceFinding[] {
 const visibilityTimeout: TemplateRule = {
   suffix: 'D2',
   featureId: 'D2',
+  mappingKinds: ['sqs'],
   title: `The SQS queue's visibility timeout is at least ${MIN_VISIBILITY_FACTOR} × the timeout of the function its event source mapping feeds, plus the mapping's batching window.`,
   explanation:
     'A shorter visibility timeout lets a second worker receive a job while the first still runs it (and retries inside Lambda make it worse): duplicates and double side effects.',
@@ -700,7 +815,8 @@ const visibilityTimeout: TemplateRule = {
     index.mappings.flatMap((m) => {
       if (m.sourceKind === 'unknown') return unknownSourceFinding(m);
       const queue = m.sourceId ?? m.externalQueue;
-      if (m.sourceKind !== 'sqs' || queue === undefined) return [];
+      if (m.sourceKind !== 'sqs') return [];
+      if (queue === undefined) return unknownSourceFinding(m);
       if (m.functionId === undefined)
         return [
           notCheckable(
@@ -710,13 +826,13 @@ const visibilityTimeout: TemplateRule = {
         ];
       const timeout = index.numbers(
         index.props(m.functionId).Timeout,
-        LAMBDA_DEFAULT_TIMEOUT_SECONDS,
-        `${m.functionId}'s Timeout`,
+        index.vocabulary.defaultTimeoutSeconds,
+        `${m.functionId}'s ${index.vocabulary.timeout}`,
       );
       const window = index.numbers(
         m.properties.MaximumBatchingWindowInSeconds,
         0,
-        `${m.logicalId}'s MaximumBatchingWindowInSeconds`,
+        `${m.logicalId}'s ${index.vocabulary.batchingWindow}`,
       );
       const visibility =
         m.sourceId === undefined
@@ -724,7 +840,7 @@ const visibilityTimeout: TemplateRule = {
           : index.numbers(
               index.props(m.sourceId).VisibilityTimeout,
               SQS_DEFAULT_VISIBILITY_SECONDS,
-              `${queue}'s VisibilityTimeout`,
+              `${queue}'s ${index.vocabulary.visibilityTimeout}`,
             );
       const unknown = [timeout, window, visibility].find(isUnknown);
       if (unknown !== undefined) {
@@ -753,7 +869,7 @@ const visibilityTimeout: TemplateRule = {
           worst.ok,
           worst.ok
             ? text
-            : `${text}: set the queue's VisibilityTimeout to at least ${worst.needed} s (or lower the function's Timeout)`,
+            : `${text}: set the queue's ${index.vocabulary.visibilityTimeout} to at least ${worst.needed} s (or ${index.vocabulary.lowerTimeout})`,
         ),
       ];
     }),
@@ -772,6 +888,7 @@ const visibilityTimeout: TemplateRule = {
 const partialBatch: TemplateRule = {
   suffix: 'D3',
   featureId: 'D3',
+  mappingKinds: ['sqs', 'stream'],
   title:
     'The SQS or stream (DynamoDB, Kinesis) event source mapping has FunctionResponseTypes ReportBatchItemFailures.',
   explanation:
@@ -783,7 +900,12 @@ const partialBatch: TemplateRule = {
       if (m.sourceKind !== 'sqs' && m.sourceKind !== 'stream') return [];
       const types = index.candidates(m.properties.FunctionResponseTypes);
       if (isUnknown(types))
-        return [notCheckable(m.logicalId, `${m.logicalId}: FunctionResponseTypes: ${types.unknown}`)];
+        return [
+          notCheckable(
+            m.logicalId,
+            `${m.logicalId}: ${index.vocabulary.functionResponseTypes}: ${types.unknown}`,
+          ),
+        ];
       const missing = types.find(
         (c) => !(Array.isArray(c.value) && c.value.includes('ReportBatchItemFailures')),
       );
@@ -795,7 +917,7 @@ const partialBatch: TemplateRule = {
           : finding(
               m.logicalId,
               false,
-              `${m.logicalId} (${kind}): does not report batch item failures${viaText(missing.via)}: add FunctionResponseTypes [ReportBatchItemFailures] (SAM: on the event; CDK: reportBatchItemFailures: true) and return batchItemFailures from the handler (Powertools BatchProcessor)`,
+              `${m.logicalId} (${kind}): does not report batch item failures${viaText(missing.via)}: ${index.vocabulary.partialBatchFix} and return batchItemFailures from the handler (Powertools BatchProcessor)`,
             ),
       ];
     }),
@@ -808,12 +930,13 @@ const partialBatch: TemplateRule = {
 const deadLetterQueue: TemplateRule = {
   suffix: 'R3',
   featureId: 'R3',
+  mappingKinds: ['sqs'],
   title: `The source queue has a dead-letter queue: a redrive policy with maxReceiveCount in [${MAX_RECEIVE_COUNT_RANGE.min}, ${MAX_RECEIVE_COUNT_RANGE.max}], or a consumer that sends failures to a queue of its environment it may send to.`,
   explanation:
     'Without a DLQ a poison message is retried until it expires and is lost; a maxReceiveCount of 1 never retries a transient failure, a large one turns a poison message into a retry storm.',
   reads: { [MAPPING]: ['EventSourceArn'], [QUEUE]: ['RedrivePolicy'] },
   check: (index) => [
-    ...index.mappings.flatMap(unknownSourceFinding),
+    ...index.mappings.filter(mayReadQueue).flatMap(unknownSourceFinding),
     ...index
       .externalQueues()
       .map((arn) =>
@@ -890,13 +1013,18 @@ function queueAlarmFinding(index: TemplateIndex, queue: string, metricName: stri
 const queueAgeAlarm: TemplateRule = {
   suffix: 'O3-QueueAge',
   featureId: 'O3',
+  mappingKinds: ['sqs'],
   title:
     'The source queue has an ApproximateAgeOfOldestMessage alarm on its QueueName (not its URL) with AlarmActions.',
   explanation:
     'A backlog is silent until users notice: the oldest message age is the first sign of a stuck or slow consumer.',
-  reads: { [MAPPING]: ['EventSourceArn'], [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'] },
+  reads: {
+    [MAPPING]: ['EventSourceArn'],
+    [QUEUE]: ['QueueName'],
+    [ALARM]: ['Dimensions', 'Metrics', 'AlarmActions'],
+  },
   check: (index) => [
-    ...index.mappings.flatMap(unknownSourceFinding),
+    ...index.mappings.filter(mayReadQueue).flatMap(unknownSourceFinding),
     ...[...index.sourceQueueIds(), ...index.externalQueues()].map((q) =>
       queueAlarmFinding(index, q, 'ApproximateAgeOfOldestMessage'),
     ),
@@ -1036,6 +1164,7 @@ export const KINESIS_DEFAULT_RETENTION_HOURS = 24;
 const streamFailureHandling: TemplateRule = {
   suffix: 'R6',
   featureId: 'R6',
+  mappingKinds: ['stream'],
   title: `The stream event source mapping bisects on error, bounds MaximumRetryAttempts to [${STREAM_RETRY_RANGE.min}, ${STREAM_RETRY_RANGE.max}] and MaximumRecordAgeInSeconds to at least ${MIN_RECORD_AGE_SECONDS} s and at most the stream's retention, and has an on-failure destination.`,
   explanation:
     'A stream shard blocks behind a failing record: without bisect and bounds it retries until the record expires (24 h), everything behind it waits, and the record is lost without a trace.',
@@ -1060,7 +1189,7 @@ const streamFailureHandling: TemplateRule = {
       if (isUnknown(bisect)) unknown.push(bisect.unknown);
       else {
         const off = bisect.find((c) => !c.value);
-        if (off !== undefined) fixes.push(`set BisectBatchOnFunctionError: true${viaText(off.via)}`);
+        if (off !== undefined) fixes.push(`set ${index.vocabulary.bisect}${viaText(off.via)}`);
       }
       const { min, max } = STREAM_RETRY_RANGE;
       const retries = index.numbers(p.MaximumRetryAttempts, -1, 'MaximumRetryAttempts');
@@ -1069,7 +1198,7 @@ const streamFailureHandling: TemplateRule = {
         const bad = retries.find((c) => !(c.value >= min && c.value <= max));
         if (bad !== undefined)
           fixes.push(
-            `MaximumRetryAttempts is ${bad.value === -1 ? '-1 (infinite, the default)' : bad.value}${viaText(bad.via)}: set it between ${min} and ${max}`,
+            `${index.vocabulary.maximumRetryAttempts} is ${bad.value === -1 ? '-1 (infinite, the default)' : bad.value}${viaText(bad.via)}: set it between ${min} and ${max}`,
           );
       }
       const retention = streamRetention(index, m);
@@ -1080,7 +1209,7 @@ const streamFailureHandling: TemplateRule = {
         const above = age.find((c) => c.value > DYNAMODB_STREAM_RETENTION_SECONDS);
         if (age.some((c) => c.value < MIN_RECORD_AGE_SECONDS))
           fixes.push(
-            `MaximumRecordAgeInSeconds is -1 (infinite, the default): set it to at least ${MIN_RECORD_AGE_SECONDS} s, below the stream's retention`,
+            `${index.vocabulary.maximumRecordAge} is -1 (infinite, the default): set it to at least ${MIN_RECORD_AGE_SECONDS} s, below the stream's retention`,
           );
         else if (above !== undefined)
           unknown.push(`MaximumRecordAgeInSeconds ${above.value} s exceeds 24 h and ${retention.unknown}`);
@@ -1089,14 +1218,12 @@ const streamFailureHandling: TemplateRule = {
         const bad = age.find((c) => c.value < MIN_RECORD_AGE_SECONDS || c.value > limit);
         if (bad !== undefined)
           fixes.push(
-            `MaximumRecordAgeInSeconds is ${bad.value === -1 ? '-1 (infinite, the default)' : `${bad.value} s`}${viaText(bad.via)}: set it between ${MIN_RECORD_AGE_SECONDS} s and the stream's retention ${limit} s${viaText(retention.flatMap((c) => c.via))}`,
+            `${index.vocabulary.maximumRecordAge} is ${bad.value === -1 ? '-1 (infinite, the default)' : `${bad.value} s`}${viaText(bad.via)}: set it between ${MIN_RECORD_AGE_SECONDS} s and the stream's retention ${limit} s${viaText(retention.flatMap((c) => c.via))}`,
           );
       }
       const destination = onFailureDestination(p);
       if (destination === undefined || destination === null || destination === '')
-        fixes.push(
-          'add DestinationConfig.OnFailure (an SQS queue or SNS topic) so a discarded record leaves a trace',
-        );
+        fixes.push(`${index.vocabulary.onFailureFix} so a discarded record leaves a trace`);
       if (fixes.length > 0) return [finding(m.logicalId, false, `${m.logicalId}: ${fixes.join('; ')}`)];
       if (unknown.length > 0) return [notCheckable(m.logicalId, `${m.logicalId}: ${unknown.join('; ')}`)];
       return [
@@ -1159,6 +1286,13 @@ function ttlRule(suffix: string, featureId: string, kind: string, pattern: RegEx
   };
 }
 
+/** What to set for one missing D4 limit, in the input's words: only what its own property needs. */
+function limitAdvice(limit: string, v: TemplateVocabulary): string {
+  return limit === 'Timeout'
+    ? `set ${v.timeout} (seconds, above the slowest job's outbound timeouts) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s default`
+    : `set ${v.memorySize} (MB) instead of ${v.defaultsOwner} ${v.defaultMemoryMb} MB default`;
+}
+
 /** D4: every consumer states its timeout and memory. */
 const explicitFunctionLimits: TemplateRule = {
   suffix: 'D4',
@@ -1170,11 +1304,14 @@ const explicitFunctionLimits: TemplateRule = {
   reads: { [FUNCTION]: ['Timeout', 'MemorySize'], [MAPPING]: ['FunctionName'] },
   check: (index) =>
     index.consumerIds().map((id) => {
+      const v = index.vocabulary;
+      const words: Record<string, string> = { Timeout: v.timeout, MemorySize: v.memorySize };
       const missing = ['Timeout', 'MemorySize'].filter((k) => index.props(id)[k] === undefined);
+      const named = missing.map((k) => words[k] ?? k);
       return finding(
         id,
         missing.length === 0,
-        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${missing.join(' or ')}: set ${missing.join(' and ')} (Timeout in seconds above the slowest job's outbound timeouts, MemorySize in MB) instead of Lambda's 3 s / 128 MB defaults`}`,
+        `${id}: ${missing.length === 0 ? 'explicit timeout and memory' : `no ${named.join(' or ')}: ${missing.length === 2 && v.setLimits !== undefined ? `${v.setLimits} (${v.timeout} in seconds above the slowest job's outbound timeouts, ${v.memorySize} in MB) instead of ${v.defaultsOwner} ${v.defaultTimeoutSeconds} s / ${v.defaultMemoryMb} MB defaults` : missing.map((k) => limitAdvice(k, v)).join('; ')}`}`,
       );
     }),
 };

@@ -11,14 +11,24 @@
  * - each `SQS`, `DynamoDB` or `Kinesis` event → an `AWS::Lambda::EventSourceMapping`
  *   `<Function><Event>`, its properties passed through as SAM documents them (`Queue`/`Stream` →
  *   `EventSourceArn`; a destination's SAM-only `Type` dropped and granted on the role);
+ *   The mapping keeps its event's type in its Metadata (EVENT_TYPE_METADATA_KEY): an `SQS` event
+ *   reads a queue whichever queue its `Queue` names (a parameter without a default, an import);
  * - `AWS::Serverless::SimpleTable` → `AWS::DynamoDB::Table` (same logical id), key `id` (String)
- *   by default, on-demand unless `ProvisionedThroughput` is given.
+ *   by default, on-demand unless `ProvisionedThroughput` is given;
+ * - `AWS::Serverless::Application` → `AWS::CloudFormation::Stack` (same logical id): a nested
+ *   stack, its `Location` the TemplateURL, its `Parameters` passed.
  *
  * Sources: "CloudFormation resources generated when AWS::Serverless::Function is specified",
  * "SQS", "DynamoDB", "Kinesis", "AWS::Serverless::SimpleTable" and "Globals section of the AWS SAM
  * template" in the AWS SAM developer guide. Other event types and serverless resources (Api,
- * StateMachine, Application…) are left as they are: no rule reads them.
+ * StateMachine…) are left as they are: no rule reads them.
  */
+
+/**
+ * Metadata key of a modelled event source mapping: the SAM event type it came from (`SQS`,
+ * `DynamoDB`, `Kinesis`), what its source is even when the template does not say which one.
+ */
+export const EVENT_TYPE_METADATA_KEY = 'tenang:sam-event-type';
 
 /** The transform that makes a template a SAM template. */
 export const SAM_TRANSFORM = 'AWS::Serverless-2016-10-31';
@@ -217,7 +227,11 @@ function expandFunction(id: string, properties: Json, out: Json, origins: Map<st
         documents.push({ Statement: [{ Effect: 'Allow', Action: action, Resource: onFailure.Destination }] });
     }
     managed.push(managedPolicyArn(kind.policy, true));
-    out[`${id}${eventId}`] = { Type: 'AWS::Lambda::EventSourceMapping', Properties: mapping };
+    out[`${id}${eventId}`] = {
+      Type: 'AWS::Lambda::EventSourceMapping',
+      Metadata: { [EVENT_TYPE_METADATA_KEY]: event.Type },
+      Properties: mapping,
+    };
     origins.set(`${id}${eventId}`, {
       display: `${id} (event ${eventId})`,
       path: [...at, 'Properties', 'Events', eventId],
@@ -272,6 +286,14 @@ function expandSimpleTable(properties: Json): Json {
   return { Type: 'AWS::DynamoDB::Table', Properties: table };
 }
 
+/** What a SAM application becomes: the nested stack SAM deploys it as (SAM guide, AWS::Serverless::Application). */
+function expandApplication(properties: Json): Json {
+  const stack: Json = { TemplateURL: properties.Location };
+  for (const key of ['Parameters', 'NotificationARNs', 'Tags', 'TimeoutInMinutes'])
+    if (properties[key] !== undefined) stack[key] = properties[key];
+  return { Type: 'AWS::CloudFormation::Stack', Properties: stack };
+}
+
 /**
  * The template with its SAM resources modelled (a template without the SAM transform is returned
  * as it is), and the origin of every resource.
@@ -295,6 +317,8 @@ export function expandServerless(template: Json): ExpandedTemplate {
       expandFunction(id, isRecord(merged) ? merged : properties, out, origins);
       // Attributes (DeletionPolicy, Metadata, Condition…) stay on the function.
       out[id] = { ...resource, ...(out[id] as Json) };
+    } else if (resource.Type === 'AWS::Serverless::Application') {
+      out[id] = { ...resource, ...expandApplication(properties) };
     } else if (resource.Type === 'AWS::Serverless::SimpleTable') {
       const merged = mergeGlobals(globals.SimpleTable, properties);
       out[id] = { ...resource, ...expandSimpleTable(isRecord(merged) ? merged : properties) };

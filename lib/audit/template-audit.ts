@@ -4,7 +4,17 @@
  * modelled first (sam.ts). Several stacks are audited as one template whose logical ids carry their
  * stack, after resolving the references between them: a nested stack's parameters and outputs, and
  * `Fn::ImportValue` against the exports of the stacks given. A reference that stays unresolved
- * makes each rule that reads it `not-checkable` for that resource, naming what is unknown.
+ * makes each rule that reads it `not-checkable` for that resource, naming what is unknown; a rule
+ * gives one verdict per resource (a failure is not also not-checkable).
+ *
+ * A nested stack whose template is not given (an `AWS::CloudFormation::Stack` or SAM application
+ * whose TemplateURL is outside the input) may hold anything, but a rule can only be changed by
+ * what crosses its boundary: an output the parent reads is an unresolved reference (above), and a
+ * resource the parent passes it as a parameter (a queue, a function, a table, an alarm) may be
+ * consumed, mapped or watched there. So each rule that reads a resource of that type, and has not
+ * already decided on it from the parent, is not-checkable for that resource; a nested stack passed
+ * none of the rule's subjects (a stack creating a Cognito user) changes nothing. Its own resources
+ * are not audited: TemplateAudit.notAudited names it, once, not per rule.
  */
 import { checklistItem, type AuditFinding, type ChecklistItem, type ItemFinding } from './checklist';
 import {
@@ -13,6 +23,7 @@ import {
   TemplateIndex,
   ruleId,
   type TemplateAuditOptions,
+  type TemplateVocabulary,
   type TemplateModel,
   type TemplateResource,
 } from './rules';
@@ -32,12 +43,37 @@ export interface StackTemplate {
   readonly lineOf?: (path: readonly string[]) => number | undefined;
   /** For a nested stack: its parent's name and the `AWS::CloudFormation::Stack` resource in it. */
   readonly parent?: { readonly stack: string; readonly logicalId: string };
+  /**
+   * For a template read from another format (a serverless.yml): where each resource came from in
+   * the file, overriding `Resources.<id>`.
+   */
+  readonly origins?: ReadonlyMap<string, ResourceOrigin>;
+  /** For such a template: by logical id, by property, what its format left unresolved (its variables). */
+  readonly unresolved?: ReadonlyMap<string, ReadonlyMap<string, ReadonlySet<string>>>;
+  /** The format's words and defaults, when not CloudFormation's. */
+  readonly vocabulary?: TemplateVocabulary;
+  /**
+   * For a template built from several files of another format (Terraform): how findings name a
+   * resource (its address) and in which file and line it is written, by logical id; `origins`
+   * and `lineOf` otherwise.
+   */
+  readonly locate?: (
+    logicalId: string,
+  ) => { readonly display: string; readonly file?: string; readonly line?: number } | undefined;
 }
 
 /** What the template rules found: the checklist, and each failing or not-checkable finding located. */
 export interface TemplateAudit {
   readonly items: ChecklistItem[];
   readonly findings: AuditFinding[];
+  /** Nested stacks whose template was not given: their own resources are not audited (the user's names). */
+  readonly notAudited: string[];
+}
+
+/** A nested stack whose template was not given, with the merged ids of the resources passed to it. */
+interface UnseenStack {
+  readonly display: string;
+  readonly passed: ReadonlySet<string>;
 }
 
 /** The nested-stack resource type. */
@@ -52,7 +88,9 @@ function isRecord(value: unknown): value is Json {
 /** Checks the shape a rule relies on: `Resources` whose entries have a string `Type`. */
 export function toTemplateModel(template: unknown): TemplateModel {
   if (!isRecord(template) || !isRecord(template.Resources)) {
-    throw new TemplateFormatError('not a CloudFormation template: no Resources object');
+    throw new TemplateFormatError(
+      'not a CloudFormation template: no Resources object (nor a serverless.yml: no service with provider or functions)',
+    );
   }
   const bad = Object.entries(template.Resources)
     .filter(([, r]) => !isRecord(r) || typeof r.Type !== 'string')
@@ -181,6 +219,22 @@ class StackMerger {
   }
 }
 
+/** The logical ids a value references: `Ref`, `Fn::GetAtt`, and `${X}` / `${X.Attr}` in `Fn::Sub`. */
+function referencedIds(value: unknown, into: Set<string> = new Set(), depth = 0): Set<string> {
+  if (depth > 32) return into;
+  if (Array.isArray(value)) for (const v of value) referencedIds(v, into, depth + 1);
+  if (!isRecord(value)) return into;
+  if (typeof value.Ref === 'string') into.add(value.Ref);
+  const getAtt = getAttParts(value['Fn::GetAtt']);
+  if (getAtt !== undefined) into.add(getAtt[0]);
+  const sub = value['Fn::Sub'];
+  const text = typeof sub === 'string' ? sub : Array.isArray(sub) ? sub[0] : undefined;
+  if (typeof text === 'string')
+    for (const [, name = ''] of text.matchAll(/\$\{([^!}][^}.]*)(?:\.[^}]*)?\}/g)) into.add(name);
+  for (const [key, v] of Object.entries(value)) if (key !== 'Ref') referencedIds(v, into, depth + 1);
+  return into;
+}
+
 /** A `Fn::GetAtt` as [logical id, attribute] (the string form splits at the first dot). */
 function getAttParts(value: unknown): [string, string] | undefined {
   if (Array.isArray(value) && typeof value[0] === 'string' && typeof value[1] === 'string')
@@ -217,6 +271,7 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
   model: TemplateModel;
   located: Map<string, Located>;
   unresolved: Map<string, Map<string, Set<string>>>;
+  unseen: UnseenStack[];
 } {
   const several = stacks.length > 1;
   const contexts = stacks.map((stack, i): StackContext => {
@@ -227,7 +282,8 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
     const parameters = isRecord(expanded.template.Parameters) ? expanded.template.Parameters : {};
     // S<n>Z: letters and digits only (Fn::Sub names must stay word characters), and never ambiguous.
     const prefix = several ? `S${i}Z` : '';
-    return { stack, prefix, resources, outputs, parameters, origins: expanded.origins, children: new Map() };
+    const origins = new Map([...expanded.origins, ...(stack.origins ?? [])]);
+    return { stack, prefix, resources, outputs, parameters, origins, children: new Map() };
   });
   const byName = new Map(contexts.map((c) => [c.stack.name, c]));
   for (const context of contexts) {
@@ -242,6 +298,7 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
   const parameters: Record<string, unknown> = {};
   const located = new Map<string, Located>();
   const unresolved = new Map<string, Map<string, Set<string>>>();
+  const unseen: UnseenStack[] = [];
   for (const context of contexts) {
     for (const [name, parameter] of Object.entries(context.parameters))
       parameters[`${context.prefix}${name}`] = parameter;
@@ -263,28 +320,80 @@ function mergeStacks(stacks: readonly StackTemplate[]): {
         Type: String(resource.Type),
         Properties: rewritten,
       } as TemplateResource;
+      // What the input's own format could not resolve (a serverless.yml's variables) is unknown too.
+      for (const [property, what] of context.stack.unresolved?.get(id) ?? [])
+        byProperty.set(property, new Set([...(byProperty.get(property) ?? []), ...what]));
       if (byProperty.size > 0) unresolved.set(mergedId, byProperty);
       const origin = context.origins.get(id) ?? { display: id, path: ['Resources', id] };
+      const own = context.stack.locate?.(id);
+      const display = own?.display ?? origin.display;
       located.set(mergedId, {
-        display: several ? `${context.stack.name}/${origin.display}` : origin.display,
+        display: several ? `${context.stack.name}/${display}` : display,
         stack: several ? context.stack.name : undefined,
-        file: context.stack.file,
-        line: context.stack.lineOf?.(origin.path),
+        file: own?.file ?? context.stack.file,
+        line: own === undefined ? context.stack.lineOf?.(origin.path) : own.line,
       });
     }
-    // A nested stack not given: what it holds is unknown to every rule (`*`).
+    // A nested stack not given: what the parent passes it is what it may change a verdict of.
     for (const [id, resource] of Object.entries(context.resources)) {
       if (resource.Type !== NESTED_STACK || context.children.has(id)) continue;
       const mergedId = `${context.prefix}${id}`;
-      const byProperty = unresolved.get(mergedId) ?? new Map<string, Set<string>>();
-      byProperty.set(
-        '*',
-        new Set([`its template was not given, so the resources of nested stack ${id} are not audited`]),
-      );
-      unresolved.set(mergedId, byProperty);
+      const passed = resources[mergedId]?.Properties?.Parameters;
+      unseen.push({
+        display: located.get(mergedId)?.display ?? mergedId,
+        passed: new Set([...referencedIds(passed)].filter((r) => r !== mergedId && r in resources)),
+      });
     }
   }
-  return { model: { Resources: resources, Parameters: parameters }, located, unresolved };
+  return { model: { Resources: resources, Parameters: parameters }, located, unresolved, unseen };
+}
+
+/**
+ * One verdict per resource: a failure is the verdict (its not-checkable findings dropped), and
+ * several failing (or several not-checkable) findings on one resource become one, their reasons
+ * joined. Passing findings are kept as they are (a pass's why counts what was checked).
+ */
+function oneVerdictPerResource<F extends ItemFinding & { logicalId: string }>(findings: readonly F[]): F[] {
+  const failed = new Set(findings.filter((f) => !f.compliant).map((f) => f.logicalId));
+  const merged = new Map<string, F>();
+  const out: F[] = [];
+  for (const f of findings) {
+    const unknown = f.compliant && f.checkable === false;
+    if (f.compliant && !unknown) {
+      out.push(f);
+      continue;
+    }
+    if (unknown && failed.has(f.logicalId)) continue;
+    const key = `${unknown ? 'unknown' : 'fail'} ${f.logicalId}`;
+    const first = merged.get(key);
+    if (first === undefined) {
+      merged.set(key, f);
+      out.push(f);
+    } else if (!first.why.split('; ').includes(f.why)) {
+      const joined = { ...first, why: `${first.why}; ${f.why}` };
+      merged.set(key, joined);
+      out[out.indexOf(first)] = joined;
+    }
+  }
+  return out;
+}
+
+/** Replaces CloudFormation's words by an input format's (StackTemplate.vocabulary), longest first. */
+function translator(vocabularyWords: Readonly<Record<string, string>> | undefined): (text: string) => string {
+  const words = Object.entries(vocabularyWords ?? {}).sort(([a], [b]) => b.length - a.length);
+  if (words.length === 0) return (text) => text;
+  const edge = (c: string | undefined): boolean => c !== undefined && /\w/.test(c);
+  const pattern = new RegExp(
+    words
+      .map(
+        ([from]) =>
+          `${edge(from[0]) ? '(?<!\\w)' : ''}${from.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${edge(from.at(-1)) ? '(?!\\w)' : ''}`,
+      )
+      .join('|'),
+    'g',
+  );
+  const to = new Map(words);
+  return (text) => text.replace(pattern, (word) => to.get(word) ?? word);
 }
 
 /** Replaces merged ids in a text by the names the user knows, longest first. */
@@ -304,9 +413,13 @@ export function auditTemplates(
   stacks: readonly StackTemplate[],
   options: TemplateAuditOptions = {},
 ): TemplateAudit {
-  const { model, located, unresolved } = mergeStacks(stacks);
-  const index = new TemplateIndex(model, options);
-  const rename = renamer(located);
+  const { model, located, unresolved, unseen } = mergeStacks(stacks);
+  const vocabulary = options.vocabulary ?? stacks.find((s) => s.vocabulary !== undefined)?.vocabulary;
+  const index = new TemplateIndex(model, vocabulary === undefined ? options : { ...options, vocabulary });
+  const mappingKinds = new Map(index.mappings.map((m) => [m.logicalId, m.sourceKind]));
+  const renameIds = renamer(located);
+  const translate = translator(vocabulary?.words);
+  const rename = (text: string): string => translate(renameIds(text));
   const findings: AuditFinding[] = [];
   const items = [...TEMPLATE_RULES, ...CONFIG_TEMPLATE_RULES].map((rule) => {
     const id = ruleId(rule);
@@ -320,9 +433,12 @@ export function auditTemplates(
     const unknown: (ItemFinding & { logicalId: string })[] = [];
     for (const [logicalId, byProperty] of unresolved) {
       const type = model.Resources[logicalId]?.Type ?? '';
+      const kind = mappingKinds.get(logicalId);
+      // A mapping the rule does not judge (an SQS event under a stream rule) is nothing to it.
+      if (kind !== undefined && kind !== 'unknown' && rule.mappingKinds?.includes(kind) === false) continue;
       const read = rule.reads?.[type] ?? [];
       const what = [...byProperty]
-        .filter(([property]) => property === '*' || read.includes(property))
+        .filter(([property]) => read.includes(property))
         .flatMap(([, refs]) => [...refs]);
       if (what.length === 0) continue;
       const display = located.get(logicalId)?.display ?? logicalId;
@@ -330,11 +446,26 @@ export function auditTemplates(
         resource: display,
         compliant: true,
         checkable: false,
-        why: `${display}: ${what.join('; ')}: not checkable from the input`,
+        why: rename(`${display}: ${what.join('; ')}: not checkable from the input`),
         logicalId,
       });
     }
-    const all = [...own, ...unknown];
+    const decided = new Set(own.filter((f) => f.checkable !== false).map((f) => f.logicalId));
+    for (const stack of unseen) {
+      for (const logicalId of stack.passed) {
+        const type = model.Resources[logicalId]?.Type ?? '';
+        if (rule.reads?.[type] === undefined || decided.has(logicalId)) continue;
+        const display = located.get(logicalId)?.display ?? logicalId;
+        unknown.push({
+          resource: display,
+          compliant: true,
+          checkable: false,
+          why: `${display}: it is passed to nested stack ${stack.display}, whose template was not given, so what that stack does with it is not audited: audit the nested stack's template with this one`,
+          logicalId,
+        });
+      }
+    }
+    const all = oneVerdictPerResource([...own, ...unknown]);
     const checked = checklistItem({ ruleId: id, featureId: rule.featureId, title: rule.title }, all);
     const item =
       checked.status === 'not-applicable' && rule.notApplicable !== undefined
@@ -346,7 +477,8 @@ export function auditTemplates(
       findings.push({
         ruleId: id,
         featureId: rule.featureId,
-        level: item.level,
+        // A not-checkable finding is a note even inside a failing rule; a failure keeps the rule's level.
+        level: f.compliant ? 'note' : (item.ruleLevel ?? item.level),
         status: f.compliant ? 'not-checkable' : 'fail',
         resource: f.resource,
         ...(where?.stack === undefined ? {} : { stack: where.stack }),
@@ -357,7 +489,13 @@ export function auditTemplates(
     }
     return item;
   });
-  return { items, findings };
+  // In the input's words (a Terraform module whose source is not a local path is such a stack).
+  const notAudited = unseen.map((u) =>
+    rename(
+      `nested stack ${u.display}: its template was not given (audit the whole cdk.out, or the nested template with this one)`,
+    ),
+  );
+  return { items, findings, notAudited };
 }
 
 /** The checklist for one template object (JSON form; SAM is modelled): one item per rule, in checklist order. */

@@ -2,12 +2,24 @@
  * Reads what `tenang audit` is pointed at into stack templates (template-audit.ts): a template
  * file (JSON or YAML, SAM or not), a template's text (stdin, e.g. `cdk synth | tenang audit -`),
  * or a cloud assembly directory (`cdk.out`): manifest.json's stacks, those of nested assemblies
- * (stages), and each nested stack whose TemplateURL is an asset of the assembly.
+ * (stages), and each nested stack whose TemplateURL is an asset of the assembly. An input no
+ * reader accepts is described by unsupported-input.ts: what it looks like and what to run instead.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { SERVERLESS_VOCABULARY, isServerlessConfig, readServerlessConfig } from './serverless';
 import type { StackTemplate } from './template-audit';
+import {
+  isTerraformDirectory,
+  isTerraformPlan,
+  looksLikeHcl,
+  readTerraformPlan,
+  readTerraformSource,
+  readTerraformText,
+} from './terraform';
+import { parseAllDocuments } from 'yaml';
 import { TemplateFormatError, parseTemplateText } from './template-text';
+import { describeUnsupported, describeUnsupportedDirectory } from './unsupported-input';
 
 /** A cloud assembly's stack artifact type (manifest.json). */
 const STACK_ARTIFACT = 'aws:cloudformation:stack';
@@ -20,20 +32,73 @@ function isRecord(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A template from its text; `name` is the file (or `stdin`) it came from. */
-export function readTemplateText(text: string, name: string): StackTemplate {
-  const { template, lineOf } = parseTemplateText(text, name);
-  return {
-    name: path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, ''),
-    file: name,
-    template,
-    lineOf,
-  };
+/** What `readTemplateText` calls the text of stdin. */
+export const STDIN_NAME = 'stdin';
+
+/**
+ * The first document of a text that is no template (a Kubernetes manifest is often several YAML
+ * documents, which a template never is), for describeUnsupported; undefined when it is none.
+ */
+function firstDocument(text: string): unknown {
+  try {
+    const [first] = parseAllDocuments(text, { version: '1.1' });
+    return first === undefined || !('toJS' in first) || first.errors.length > 0 ? undefined : first.toJS();
+  } catch {
+    return undefined;
+  }
 }
 
-/** Reads a template file, or every stack of a cloud assembly directory. */
+/**
+ * A template from its text; `name` is the file (or `stdin`) it came from. A Serverless Framework
+ * service (`service` and `provider`/`functions`, no `Resources`) is read into the template the
+ * framework would generate (serverless.ts); `${file(…)}` includes resolve next to the file.
+ * Terraform HCL text and a Terraform plan's JSON (`terraform show -json`) are read as Terraform
+ * (terraform.ts). A text that is another format the audit does not read (describeUnsupported) is
+ * refused saying so.
+ */
+export function readTemplateText(text: string, name: string): StackTemplate {
+  if (looksLikeHcl(text)) return readTerraformText(text, name);
+  let parsed: ReturnType<typeof parseTemplateText>;
+  try {
+    parsed = parseTemplateText(text, name);
+  } catch (error) {
+    const described =
+      error instanceof TemplateFormatError ? describeUnsupported(firstDocument(text), name) : undefined;
+    if (described !== undefined) throw new TemplateFormatError(described);
+    throw error;
+  }
+  const { template, lineOf } = parsed;
+  if (isTerraformPlan(template)) return readTerraformPlan(template, name);
+  const stackName = path.basename(name).replace(/\.(template\.)?(json|ya?ml)$/i, '');
+  if (isServerlessConfig(template)) {
+    const read = readServerlessConfig(template, name === STDIN_NAME ? undefined : name);
+    return {
+      name: stackName,
+      file: name,
+      template: read.template,
+      lineOf,
+      origins: read.origins,
+      unresolved: read.unresolved,
+      vocabulary: SERVERLESS_VOCABULARY,
+    };
+  }
+  const hasResources = typeof template === 'object' && template !== null && 'Resources' in template;
+  const described = hasResources ? undefined : describeUnsupported(template, name);
+  if (described !== undefined) throw new TemplateFormatError(described);
+  return { name: stackName, file: name, template, lineOf };
+}
+
+/**
+ * Reads a template file, every stack of a cloud assembly directory, or a Terraform configuration
+ * (a directory holding .tf files, or one .tf file).
+ */
 export function readTemplateSource(source: string): StackTemplate[] {
-  if (fs.statSync(source).isDirectory()) return readCloudAssembly(source);
+  if (fs.statSync(source).isDirectory()) {
+    if (!fs.existsSync(path.join(source, 'manifest.json')) && isTerraformDirectory(source))
+      return [readTerraformSource(source)];
+    return readCloudAssembly(source);
+  }
+  if (source.endsWith('.tf')) return [readTerraformSource(source)];
   return [readTemplateText(fs.readFileSync(source, 'utf8'), source)];
 }
 
@@ -53,7 +118,9 @@ function readJson(file: string): Json {
 export function readCloudAssembly(directory: string): StackTemplate[] {
   const manifestFile = path.join(directory, 'manifest.json');
   if (!fs.existsSync(manifestFile))
-    throw new TemplateFormatError(`${directory} is not a cloud assembly: no manifest.json`);
+    throw new TemplateFormatError(
+      describeUnsupportedDirectory(directory) ?? `${directory} is not a cloud assembly: no manifest.json`,
+    );
   const artifacts = readJson(manifestFile).artifacts;
   const stacks: StackTemplate[] = [];
   for (const [id, artifact] of Object.entries(isRecord(artifacts) ? artifacts : {})) {

@@ -67,7 +67,7 @@ export function renderSarif(result: AuditResult): string {
     id: i.ruleId,
     shortDescription: { text: i.title },
     helpUri: ruleHelpUri(i.featureId),
-    defaultConfiguration: { level: i.level },
+    defaultConfiguration: { level: i.ruleLevel ?? i.level },
     properties: { featureId: i.featureId },
   }));
   const ruleIndex = new Map(rules.map((r, n) => [r.id, n]));
@@ -75,6 +75,7 @@ export function renderSarif(result: AuditResult): string {
   const results = reportedFindings(result).map((f) => ({
     ruleId: f.ruleId,
     ruleIndex: ruleIndex.get(f.ruleId) ?? -1,
+    // A failure at its rule's level; what the input cannot show is a note, never an error.
     level: f.status === 'fail' ? f.level : 'note',
     ...(f.status === 'not-checkable' ? { kind: 'review' } : {}),
     message: { text: advice(f, items.get(f.ruleId)) },
@@ -146,6 +147,8 @@ export function renderMarkdown(result: AuditResult): string {
         `| [${f.ruleId}](${ruleHelpUri(f.featureId)}) | ${f.status === 'fail' ? f.level : 'not checkable'} | ${cell(f.resource)} | ${cell(where(f))} | ${cell(f.why)} |`,
     ),
   ];
+  if ((result.notAudited ?? []).length > 0)
+    lines.push('', `Not audited: ${(result.notAudited ?? []).join('; ')}.`);
   if (failures.length > 0) lines.push('', '#### Failures', ...table(failures));
   if (unknown.length > 0) lines.push('', '#### Not checkable from this input', ...table(unknown));
   lines.push(

@@ -41,6 +41,8 @@ export interface AuditResult {
   readonly failed: boolean;
   /** The template rules' failing and not-checkable findings, each with its stack, file and line. */
   readonly findings?: readonly AuditFinding[];
+  /** Nested stacks whose template the input did not hold: their own resources were not audited. */
+  readonly notAudited?: readonly string[];
 }
 
 /** tenang's drills alone: for an audit or runbooks handed no app's. */
@@ -185,7 +187,7 @@ export function auditDeclaredStacks(
   stacks: readonly StackTemplate[],
   appDir: string,
   drills: readonly AuditedDrill[] = DRILL_CATALOG,
-): { items: ChecklistItem[]; findings: AuditFinding[] } {
+): { items: ChecklistItem[]; findings: AuditFinding[]; notAudited: string[] } {
   const declared = declaredStacks(stacks);
   const audit = auditTemplates(
     stacks,
@@ -200,7 +202,12 @@ export function auditDeclaredStacks(
       }),
     })),
   );
-  return { items: [...audit.items, ...config], findings: audit.findings };
+  return { items: [...audit.items, ...config], findings: audit.findings, notAudited: audit.notAudited };
+}
+
+/** `notAudited` for a result, only when some nested stack was not given (results stay as they were otherwise). */
+function notAuditedOf(audit: { readonly notAudited: readonly string[] }): { notAudited?: readonly string[] } {
+  return audit.notAudited.length === 0 ? {} : { notAudited: audit.notAudited };
 }
 
 /** How long the app's own synth may take (a tsx start, the constructs, the nag packs). */
@@ -328,7 +335,13 @@ export function runAudit(
         : options.template === STDIN_SOURCE
           ? 'stdin'
           : options.template;
-    return { source, items: audit.items, failed: auditFailed(audit.items), findings: audit.findings };
+    return {
+      source,
+      items: audit.items,
+      failed: auditFailed(audit.items),
+      findings: audit.findings,
+      ...notAuditedOf(audit),
+    };
   }
   const appDir = appDirectory(cwd);
   if (appDir !== undefined && givenConfig(ctx) === undefined) {
@@ -343,6 +356,7 @@ export function runAudit(
       items: audit.items,
       failed: auditFailed(audit.items),
       findings: audit.findings,
+      ...notAuditedOf(audit),
     };
   }
   const { stackName, template } = synthesizeProjectTemplate(

@@ -4,7 +4,8 @@
  * synthesizes the app offline and audits it with the declaration its template carries (no AWS);
  * elsewhere it synthesizes the declaration's stack (TENANG_PIPELINE or the deployed stack's) for
  * the context's stage and audits that template plus the pipeline config; with one it audits any
- * CloudFormation template — JSON or YAML, SAM, a cdk.out directory, or `-` for stdin
+ * CloudFormation template — JSON or YAML, SAM, a Serverless Framework serverless.yml, a cdk.out
+ * directory, or `-` for stdin
  * (`cdk synth | tenang audit -`); with --live it audits the stage's DEPLOYED stack through the
  * AWS APIs (the same rules, see lib/audit/live-audit.ts) plus the pipeline config. Exits 1
  * (CommandFailedError) when an error-level rule fails, 2 when the input cannot be read (with
@@ -63,31 +64,47 @@ export function parseAuditOptions(raw: unknown, positional?: string): AuditOptio
   return template === undefined ? options : { ...options, template };
 }
 
-/** The human checklist: one row per rule; a passing rule shows how many resources it checked. */
+/**
+ * The human checklist: one row per rule, with the level of a verdict that reports something (a
+ * failure's error or warning, a not-checkable verdict's note); a passing rule shows how many
+ * resources it checked.
+ */
 export function renderChecklist(items: readonly ChecklistItem[]): string {
   return renderTable(
-    ['rule', 'feature', 'status', 'why'],
+    ['rule', 'feature', 'status', 'level', 'why'],
     items.map((i) => ({
       rule: i.ruleId,
       feature: i.featureId,
       status: i.status === 'fail' && i.level === 'warning' ? 'warn' : i.status,
+      level: i.status === 'fail' || i.status === 'not-checkable' ? i.level : '',
       why: i.status === 'pass' ? `${i.resources.length} checked` : i.why,
     })),
   );
 }
 
+/**
+ * The text report's line naming the nested stacks (Terraform: the remote modules) whose resources
+ * were not audited, each with why (TemplateAudit.notAudited); empty when none.
+ */
+export function notAuditedText(stacks: readonly string[] | undefined): string {
+  if (stacks === undefined || stacks.length === 0) return '';
+  return `\nNot audited: ${stacks.join('; ')}`;
+}
+
 /** Exit codes of `tenang audit`, for --help. */
 const AUDIT_EXIT_CODES = `
-Exit codes: 0 nothing failed at error level (warnings and not-checkable rules are reported only),
+Exit codes: 0 nothing failed at error level (warnings, and not-checkable rules, notes, are reported only),
 1 an error-level rule failed, 2 usage error or unreadable input (with --json: a JSON error object
 on stdout), 3 no usable AWS credentials (--live).
 
 Inputs: a CloudFormation template in JSON or YAML (short-form tags such as !Ref, !GetAtt, !Sub),
-a SAM template (Transform: AWS::Serverless-2016-10-31), a cdk.out directory (every stack, nested
-stacks and Fn::ImportValue between them), or - for stdin.
+a SAM template (Transform: AWS::Serverless-2016-10-31), a Serverless Framework serverless.yml
+(read as the CloudFormation it generates, without the framework), a cdk.out directory (every
+stack, nested stacks and Fn::ImportValue between them), or - for stdin.
 
 Examples:
   $ tenang audit template.yaml --format sarif > audit.sarif
+  $ tenang audit serverless.yml
   $ cdk synth | tenang audit -
   $ tenang audit --template cdk.out --format markdown`;
 
@@ -102,9 +119,12 @@ export const auditCommand =
     const audit = program
       .command('audit')
       .description(
-        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template or cdk.out) against the worker-queue checklist',
+        'audit the pipeline (synthesized, deployed with --live, or any CloudFormation/SAM template, serverless.yml or cdk.out) against the worker-queue checklist',
       )
-      .argument('[template]', 'a template file (JSON or YAML, SAM), a cdk.out directory, or - for stdin')
+      .argument(
+        '[template]',
+        'a template file (JSON or YAML, SAM, serverless.yml), a cdk.out directory, or - for stdin',
+      )
       .option('--template <path>', 'the same as the [template] argument')
       .option('--live', "audit the stage's deployed stack through the AWS APIs instead of a template")
       .option('--json', 'print the checklist as JSON (the same as --format json)')
@@ -150,7 +170,7 @@ async function runAndPrint(options: AuditOptions, ctx: CliContext, drills: AppDr
         ? renderSarif(result)
         : format === 'markdown'
           ? renderMarkdown(result)
-          : `Audit of ${result.source}\n${renderChecklist(result.items)}`,
+          : `Audit of ${result.source}\n${renderChecklist(result.items)}${notAuditedText(result.notAudited)}`,
   );
   if (result.failed) {
     const failing = result.items

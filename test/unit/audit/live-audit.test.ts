@@ -590,7 +590,12 @@ describe('Function: auditLive over readLiveStack', () => {
     const items = await auditAccount(account);
 
     // Assess
-    expect(items['Tenang-D4']).toMatchObject({ status: 'not-checkable', level: 'error', resources: [] });
+    expect(items['Tenang-D4']).toMatchObject({
+      status: 'not-checkable',
+      level: 'note',
+      ruleLevel: 'error',
+      resources: [],
+    });
   });
 
   it('when a deployed mapping carries the tenang:stream-arn metadata, it is audited as the stream mapping it stands for', async () => {
@@ -725,8 +730,8 @@ describe('Command: audit --live', () => {
     // Assess
     expect(result.code).toBe(1);
     expect(result.out).toContain(`Audit of live stack ${STACK} (${REGION})`);
-    expect(result.out).toMatch(/Tenang-D2\s+D2\s+fail\s+queue jobs: visibility timeout 60 s < 6 ×/);
-    expect(result.out).toMatch(/Tenang-D4\s+D4\s+not-checkable\s+not checkable live/);
+    expect(result.out).toMatch(/Tenang-D2\s+D2\s+fail\s+error\s+queue jobs: visibility timeout 60 s < 6 ×/);
+    expect(result.out).toMatch(/Tenang-D4\s+D4\s+not-checkable\s+note\s+not checkable live/);
     expect(result.err).toContain('error: audit failed: Tenang-D2');
     expect(result.err).toContain(`audit --live: listing the resources of stack ${STACK}`);
   });

@@ -1,5 +1,5 @@
 /**
- * The template rules as issue 15 tightened them, one small template per behaviour, read the way
+ * The template rules as tightened, one small template per behaviour, read the way
  * `tenang audit` reads a file (readTemplateText for YAML, auditTemplates for the checklist):
  * parameter defaults, Fn::If, stream sources, R6's bounds, D2's batching window, alarm matching,
  * imported queues, DLQs and TTL tables found by usage, and D4 on consumers only.
