@@ -20,7 +20,7 @@ export const flagReconciler: Drill = {
     try {
       return await drill(ctx);
     } finally {
-      ctx.platform.suspendReconciler(false);
+      await ctx.platform.suspendReconciler(false);
     }
   },
 };
@@ -30,7 +30,7 @@ async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
   const target = jobs.target;
   const job = ctx.config.jobTypes.find((j) => j.name === target.jobType);
   if (job === undefined) throw new Error(`no ${target.jobType} job type`);
-  ctx.platform.suspendReconciler(true);
+  await ctx.platform.suspendReconciler(true);
   const ssm = new SSMClient({ endpoint: ctx.platform.env.endpoint, region: ctx.platform.env.region });
   try {
     await ssm.send(
@@ -63,7 +63,7 @@ async function drill(ctx: DrillContext): Promise<readonly DrillCheck[]> {
   const enforced = await consumerStatus(ctx, target.consumer);
   await jobs.send(2);
   // Recover: the reconciler is fixed; resume and watch the work done once.
-  ctx.platform.suspendReconciler(false);
+  await ctx.platform.suspendReconciler(false);
   const resumed = await ctx.tenang(['resume', target.consumer]);
   await jobs.untilDone();
   const after = await consumerStatus(ctx, target.consumer);

@@ -151,6 +151,8 @@ export class LocalPlatform {
   private readonly crashes = new Map<string, ArmedCrashes>();
   private readonly instanceEnvironment = new Map<string, Readonly<Record<string, string>>>();
   private reconcilerSuspended = false;
+  /** The flag reconciler's runs under way. */
+  private readonly reconciling = new Set<Promise<InvokeResult>>();
   private readonly timers: NodeJS.Timeout[] = [];
   private lastFlags = '';
 
@@ -571,9 +573,12 @@ export class LocalPlatform {
   /**
    * Stops (or restarts) EventBridge's part: while suspended, neither a flag change nor the
    * schedule runs the flag reconciler — a disabled rule or a broken reconciler, for drills.
+   * Suspending resolves once a run already under way has ended: that run still reads the flags,
+   * so it would enforce a flag the caller writes next.
    */
-  public suspendReconciler(suspended: boolean): void {
+  public async suspendReconciler(suspended: boolean): Promise<void> {
     this.reconcilerSuspended = suspended;
+    if (suspended) await Promise.allSettled([...this.reconciling]);
   }
 
   /** The deployed function whose name ends with `-<logical>`, e.g. `payment-consumer`. */
@@ -587,7 +592,7 @@ export class LocalPlatform {
   public async reconcile(reason: string): Promise<InvokeResult | undefined> {
     if (this.reconcilerSuspended) return undefined;
     const fn = this.functionNamed('flag-reconciler');
-    const result = await this.invoke(fn, {
+    const run = this.invoke(fn, {
       version: '0',
       id: `local-${Date.now()}`,
       'detail-type': 'Scheduled Event',
@@ -598,6 +603,13 @@ export class LocalPlatform {
       resources: [],
       detail: { reason },
     });
+    this.reconciling.add(run);
+    let result: InvokeResult;
+    try {
+      result = await run;
+    } finally {
+      this.reconciling.delete(run);
+    }
     if (result.status !== 'ok') this.opts.log(`flag reconciler: ${result.status}: ${result.errorMessage}`);
     return result;
   }
