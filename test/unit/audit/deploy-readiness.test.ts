@@ -1,5 +1,5 @@
 /**
- * The deploy-readiness rules (issue 13) over hand-written templates, one failing and one passing
+ * The deploy-readiness rules over hand-written templates, one failing and one passing
  * variant per rule plus the edge cases, and once through cdk-nag on a tiny CDK stack.
  */
 import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';

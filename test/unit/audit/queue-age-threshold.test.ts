@@ -1,5 +1,5 @@
 /**
- * O3-QueueAgeThreshold (issue 15 item 3): with the pipeline config's latency objectives, an
+ * O3-QueueAgeThreshold: with the pipeline config's latency objectives, an
  * ApproximateAgeOfOldestMessage alarm on a job type's queue whose Threshold is above the job
  * type's latencyObjectiveSeconds is a finding; without a config the rule does not apply.
  */

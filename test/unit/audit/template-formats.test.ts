@@ -1,5 +1,5 @@
 /**
- * What `tenang audit` reads (issue 15): YAML with short-form intrinsics, SAM templates, cdk.out
+ * What `tenang audit` reads: YAML with short-form intrinsics, SAM templates, cdk.out
  * assemblies (stacks, nested stacks, imports), stdin; and what it prints: SARIF 2.1.0 (validated
  * against the OASIS schema), markdown, and a JSON error for an input it refuses.
  */
@@ -128,7 +128,7 @@ describe('Function: auditTemplates over a SAM template', () => {
     expect(statusOf(items, 'Tenang-D4')).toBe('pass'); // Timeout and MemorySize both from Globals
     const byRule = (rule: string): string[] =>
       findings.filter((f) => f.ruleId === rule).map((f) => f.resource);
-    // D3 covers stream events too (issue 15).
+    // D3 covers stream events too: they report batch item failures as SQS events do.
     expect(byRule('Tenang-D3')).toEqual([
       'Worker (event MySQSEvent)',
       'Worker (event OrderStream)',
