@@ -1,5 +1,5 @@
 /**
- * The bench's smoke (issue 16: a benchmark no test runs rots unseen): every section of
+ * The bench's smoke (a benchmark no test runs rots unseen): every section of
  * `npm run bench` at a tiny size against this run's moto and Redis, writing its results.json and
  * REPORT.md into a scratch directory. It checks that each section still produces its figures and
  * that the report renders them; never what they are (timings are the bench's, not a test's).
