@@ -2,13 +2,11 @@
 /** test/integration suites that start a local platform of their own. */
 const PLATFORM_SUITES = [
   'add-job-type',
-  'audit-live',
   'backlog',
-  'cli-stream-replay',
-  'cli',
   'iam-mutation',
-  'local-platform',
   'local-up',
+  // audit-live, cli, cli-stream-replay and local-platform (*.suite.ts) on one platform.
+  'shared-platform',
 ].map((name) => `test/integration/${name}.test.ts`);
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
@@ -22,6 +20,8 @@ const base = {
 };
 
 module.exports = {
+  // Long suites first, so that two workers finish together (scripts/test-lanes.ts).
+  testSequencer: '<rootDir>/test/helpers/sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
