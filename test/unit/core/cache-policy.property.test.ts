@@ -1,9 +1,10 @@
 /**
  * C3 as a property: whatever the interleaving of reads (look up → load an old version → write
- * back), commits and invalidations (including redelivered stream records), the cache never holds
- * a value older than the newest invalidation, and once every invalidation is applied it holds
- * nothing older than the source of truth. fast-check's scheduler decides the order of every
- * cache command, load and commit.
+ * back, or wait for another process's landing), commits and invalidations (including redelivered
+ * stream records), the cache never holds a value older than the newest invalidation, a read never
+ * returns a version older than an invalidation applied before its flight began, and once every
+ * invalidation is applied the cache holds nothing older than the source of truth. fast-check's
+ * scheduler decides the order of every cache command, load, commit and wait's expiry.
  */
 import fc from 'fast-check';
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
@@ -127,6 +128,25 @@ async function run(
   const load = (): Promise<Doc> => s.schedule(Promise.resolve('load')).then(() => db);
   const deliver = (version: number): Promise<unknown> =>
     invalidateKeys(cache, [{ key: KEY, version }], SETTINGS);
+  // A read joins its process's flight if one is running (and may get that flight's older value,
+  // by design): what it must not go below is the newest invalidation when the flight began.
+  const pending = Array.from({ length: PROCESSES }, () => 0);
+  const flightFloor = Array.from({ length: PROCESSES }, () => -1);
+  const read = async (p: number): Promise<unknown> => {
+    if (pending[p] === 0) flightFloor[p] = newestInvalidation;
+    const floor = flightFloor[p] ?? -1;
+    pending[p] = (pending[p] ?? 0) + 1;
+    try {
+      const result = await processes[p]?.read(KEY, load);
+      const version = result?.value?.version;
+      if (version !== undefined && version < floor) {
+        violations.push(`a read returned v${version} after invalidation v${floor} was applied`);
+      }
+      return result;
+    } finally {
+      pending[p] = (pending[p] ?? 1) - 1;
+    }
+  };
 
   const tasks = actions.map((a) =>
     s.schedule(Promise.resolve(a.kind)).then(async (): Promise<unknown> => {
@@ -142,7 +162,7 @@ async function run(
             ? undefined
             : deliver(committed[a.index % committed.length] as number);
         case 'read':
-          return processes[a.process]?.read(KEY, load);
+          return read(a.process);
       }
     }),
   );
