@@ -1,33 +1,42 @@
 /**
- * Cache figures against the real Redis: loader calls per hot-key expiry with 500 readers spread
- * over several processes (each process holds several simulated instances: its own connections
- * and single-flight), naive cache-aside against ours; and Redis round trips per cache hit.
+ * Cache figures against the real Redis: loader calls, Redis commands and p99 latency per hot-key
+ * expiry with 500 readers spread over several processes (each process holds several simulated
+ * instances: their own connections and single-flight), naive cache-aside against ours, in rounds
+ * that interleave the protections; and Redis round trips per cache hit.
  */
-import { execFile } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
+import { landingSignalKey, loadLockKey } from '../lib/core/cache-keys';
+import { spread } from './backoff';
 import {
   measureStampede,
+  stampedeKey,
   type StampedeOptions,
   type StampedeProtection,
   type StampedeResult,
 } from '../harness/stampede';
 
-const run = promisify(execFile);
-
 /** Latency of one load from the source of truth during the stampede, ms. */
 const LOADER_LATENCY_MS = 200;
 
-/** One stampede over several processes. */
+/** One protection's stampedes over several processes, one a round. */
 export interface StampedeFigure {
   readonly protection: StampedeProtection;
   readonly processes: number;
   readonly instancesPerProcess: number;
+  /** Readers of one stampede. */
   readonly readers: number;
+  /** Loader calls of one stampede: the most in any round. */
   readonly loaderCalls: number;
+  /** Every command the processes sent while their readers ran (StampedeResult.cacheCommands): the most in any round. */
   readonly redisCommands: number;
+  /** The slowest process's p99 read latency, ms: the median over the rounds. */
   readonly p99Ms: number;
+  /** The slowest process's p99 read latency of each round, ms (absent in older results). */
+  readonly p99MsByRound?: readonly number[];
+  /** How long after the common instant the latest process started reading, ms: the most in any round (absent in older results). */
+  readonly lateStartMs?: number;
 }
 
 /** The cache section of the report. */
@@ -38,6 +47,19 @@ export interface CacheResults {
   readonly hitReads: number;
 }
 
+/** What a stampede worker (bench/stampede-worker.ts) tells the bench over its IPC channel. */
+export type StampedeWorkerMessage =
+  { readonly kind: 'connected' } | { readonly kind: 'result'; readonly result: StampedeResult };
+
+/** What the bench tells a stampede worker: the epoch ms at which its readers start. */
+export interface StampedeStartMessage {
+  readonly kind: 'start';
+  readonly at: number;
+}
+
+/** How long after the last worker has connected every worker starts reading, ms. */
+const START_MARGIN_MS = 250;
+
 async function stampedeOverProcesses(
   redisUrl: string,
   protection: StampedeProtection,
@@ -45,53 +67,102 @@ async function stampedeOverProcesses(
   readersPerProcess: number,
   instancesPerProcess: number,
   keyPrefix: string,
-  keepKey: boolean,
-  startDelayMs: number,
 ): Promise<StampedeResult[]> {
-  // Every process connects first and then waits for this instant (CacheSizes.startDelayMs).
-  const startAt = Date.now() + startDelayMs;
-  const worker = path.join(__dirname, 'stampede-worker.ts');
-  return Promise.all(
-    Array.from({ length: processes }, async () => {
-      const options: StampedeOptions = {
-        redisUrl,
-        readers: readersPerProcess,
-        instances: instancesPerProcess,
-        protection,
-        keyPrefix,
-        keepKey: true,
-        startAt,
-        // A load slow enough that every process's readers overlap it (a busy table under a stampede).
-        loaderLatencyMs: LOADER_LATENCY_MS,
-      };
-      const { stdout } = await run(process.execPath, ['--import', 'tsx', worker, JSON.stringify(options)], {
-        env: process.env,
-      });
-      return JSON.parse(stdout) as StampedeResult;
+  const options: StampedeOptions = {
+    redisUrl,
+    readers: readersPerProcess,
+    instances: instancesPerProcess,
+    protection,
+    keyPrefix,
+    keepKey: true,
+    // A load slow enough that every process's readers overlap it (a busy table under a stampede).
+    loaderLatencyMs: LOADER_LATENCY_MS,
+  };
+  const workers = Array.from({ length: processes }, () =>
+    fork(path.join(__dirname, 'stampede-worker.ts'), [JSON.stringify(options)], {
+      execArgv: ['--import', 'tsx'],
+      env: process.env,
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
     }),
-  ).finally(async () => {
-    if (keepKey) return;
+  );
+  // A barrier, not a fixed delay: tsx's start-up on a busy machine takes anywhere from one to many
+  // seconds, and a process that started reading late would find the key loaded.
+  const connected = workers.map((worker) => workerSays(worker, 'connected'));
+  const results = workers.map((worker) => workerSays(worker, 'result'));
+  try {
+    await Promise.all(connected);
+    const start: StampedeStartMessage = { kind: 'start', at: Date.now() + START_MARGIN_MS };
+    for (const worker of workers) worker.send(start);
+    return (await Promise.all(results)).map((message) => message.result);
+  } finally {
+    for (const worker of workers) if (worker.exitCode === null) worker.kill();
     const { default: Redis } = await import('ioredis');
     const client = new Redis(redisUrl);
-    await client.del(`${keyPrefix}hot:{item-1}`, `${keyPrefix}hot:{item-1}:lock`);
+    const key = stampedeKey(keyPrefix);
+    await client.del(key, loadLockKey(key), landingSignalKey(key));
     client.disconnect();
+  }
+}
+
+/** The first message of `kind` from `worker`; rejects if it exits before saying it. */
+function workerSays<K extends StampedeWorkerMessage['kind']>(
+  worker: ChildProcess,
+  kind: K,
+): Promise<Extract<StampedeWorkerMessage, { kind: K }>> {
+  let stderr = '';
+  worker.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: StampedeWorkerMessage): void => {
+      if (message.kind !== kind) return;
+      worker.off('message', onMessage);
+      worker.off('exit', onExit);
+      resolve(message as Extract<StampedeWorkerMessage, { kind: K }>);
+    };
+    const onExit = (code: number | null): void => {
+      worker.off('message', onMessage);
+      reject(new Error(`a stampede worker exited (${code}) before saying ${kind}: ${stderr.trim()}`));
+    };
+    worker.on('message', onMessage);
+    worker.once('exit', onExit);
   });
 }
 
-function figure(
-  protection: StampedeProtection,
-  processes: number,
-  instances: number,
-  results: readonly StampedeResult[],
-): StampedeFigure {
+/** What one stampede over several processes cost. */
+interface StampedeRound {
+  readonly readers: number;
+  readonly loaderCalls: number;
+  readonly redisCommands: number;
+  readonly p99Ms: number;
+  readonly lateStartMs: number;
+}
+
+function round(results: readonly StampedeResult[]): StampedeRound {
   return {
-    protection,
-    processes,
-    instancesPerProcess: instances,
     readers: results.reduce((s, r) => s + r.readers, 0),
     loaderCalls: results.reduce((s, r) => s + r.loaderCalls, 0),
     redisCommands: results.reduce((s, r) => s + r.cacheCommands, 0),
     p99Ms: Math.max(...results.map((r) => r.latencyMs.p99)),
+    lateStartMs: Math.max(...results.map((r) => r.lateByMs)),
+  };
+}
+
+function figure(
+  protection: StampedeProtection,
+  sizes: CacheSizes,
+  rounds: readonly StampedeRound[],
+): StampedeFigure {
+  return {
+    protection,
+    processes: sizes.processes,
+    instancesPerProcess: sizes.instancesPerProcess,
+    readers: Math.max(...rounds.map((r) => r.readers)),
+    loaderCalls: Math.max(...rounds.map((r) => r.loaderCalls)),
+    redisCommands: Math.max(...rounds.map((r) => r.redisCommands)),
+    p99Ms: spread(rounds.map((r) => r.p99Ms)).median,
+    p99MsByRound: rounds.map((r) => r.p99Ms),
+    lateStartMs: Math.max(...rounds.map((r) => r.lateStartMs)),
   };
 }
 
@@ -100,25 +171,27 @@ export interface CacheSizes {
   readonly processes: number;
   readonly instancesPerProcess: number;
   readonly readersPerProcess: number;
+  /**
+   * Stampedes per protection, the protections interleaved (in a rotating order): a latency on a
+   * shared machine moves between runs, so the p99 is the median over the rounds.
+   */
+  readonly rounds: number;
   /** Warm reads, one at a time, for the round trips per hit. */
   readonly warmReads: number;
-  /**
-   * How long after launch every process starts reading, all at once: tsx's start-up on a busy
-   * 2-core machine takes seconds, and a process that started late would find the key loaded.
-   */
-  readonly startDelayMs: number;
 }
 
-/** The report's sizes: 500 readers over 10 processes of 5 simulated instances each. */
+/** The report's sizes: 500 readers over 10 processes of 5 simulated instances each, 5 rounds. */
 export const CACHE_SIZES: CacheSizes = {
   processes: 10,
   instancesPerProcess: 5,
   readersPerProcess: 50,
+  rounds: 5,
   warmReads: 50,
-  startDelayMs: 10_000,
 };
 
-/** Measures the stampede (by default 50 instances × 10 readers over 10 processes) and warm reads. */
+const PROTECTIONS: readonly StampedeProtection[] = ['none', 'single-flight', 'full'];
+
+/** Measures the stampede (by default 50 instances × 10 readers over 10 processes, 5 rounds) and warm reads. */
 export async function measureCache(opts: {
   redisUrl: string;
   log: (line: string) => void;
@@ -127,25 +200,29 @@ export async function measureCache(opts: {
 }): Promise<CacheResults> {
   const sizes = opts.sizes ?? CACHE_SIZES;
   const { processes, instancesPerProcess, readersPerProcess, warmReads: reads } = sizes;
-  const stampede: StampedeFigure[] = [];
-  for (const protection of ['none', 'single-flight', 'full'] as const) {
-    const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
-    const results = await stampedeOverProcesses(
-      opts.redisUrl,
-      protection,
-      processes,
-      readersPerProcess,
-      instancesPerProcess,
-      prefix,
-      false,
-      sizes.startDelayMs,
-    );
-    const f = figure(protection, processes, instancesPerProcess, results);
-    opts.log(
-      `stampede ${protection}: ${f.loaderCalls} loader calls for ${f.readers} readers, ${f.redisCommands} Redis commands`,
-    );
-    stampede.push(f);
+  const rounds = new Map<StampedeProtection, StampedeRound[]>(PROTECTIONS.map((p) => [p, []]));
+  for (let n = 0; n < sizes.rounds; n += 1) {
+    // A rotating order, so that no protection always runs first (or right after another).
+    for (let i = 0; i < PROTECTIONS.length; i += 1) {
+      const protection = PROTECTIONS[(n + i) % PROTECTIONS.length] as StampedeProtection;
+      const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
+      const r = round(
+        await stampedeOverProcesses(
+          opts.redisUrl,
+          protection,
+          processes,
+          readersPerProcess,
+          instancesPerProcess,
+          prefix,
+        ),
+      );
+      opts.log(
+        `stampede round ${n + 1} ${protection}: ${r.loaderCalls} loader calls for ${r.readers} readers, ${r.redisCommands} Redis commands, p99 ${r.p99Ms.toFixed(0)} ms, last process started ${r.lateStartMs.toFixed(0)} ms late`,
+      );
+      rounds.get(protection)?.push(r);
+    }
   }
+  const stampede = PROTECTIONS.map((p) => figure(p, sizes, rounds.get(p) ?? []));
   // Warm reads, one at a time (concurrent reads would share one GET through single-flight).
   const prefix = `tenang:bench:${randomBytes(4).toString('hex')}:`;
   let hits = 0;

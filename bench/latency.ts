@@ -21,8 +21,8 @@ import {
   SendMessageCommand,
   type SendMessageCommandInput,
 } from '@aws-sdk/client-sqs';
-import Redis from 'ioredis';
 import { DynamoDbOrderStore } from '../examples/reference/domain/dynamodb-order-store';
+import { connectRedis } from '../lib/adapters/redis/connect';
 import { RedisCache } from '../lib/adapters/redis/redis-cache';
 import { startBacklogPlatform, undeleted, type BacklogPlatform } from '../harness/chaos/backlog-experiment';
 import { jobTypeSlug, METRIC, type QueueKind, type ResolvedJobType } from '../lib/config';
@@ -332,9 +332,10 @@ async function invalidationLags(ctx: DrillContext, redisUrl: string, count: numb
   const created = await new DynamoDbOrderStore(ctx.dynamodb, table).get(orderId);
   if (created === undefined) throw new Error(`order ${orderId} was created but cannot be read`);
   const key = orderCacheKey(cacheKeyspace(ctx.stage), orderId);
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2 });
-  await redis.connect();
-  const cache = new RedisCache(redis);
+  // A generous timeout: the figure is the lag, and a busy machine must not turn it into a failure.
+  const connection = connectRedis({ kind: 'url', url: redisUrl }, { commandTimeoutMs: 5_000 });
+  await connection.ready();
+  const cache = new RedisCache(connection);
   /** Epoch ms at which `key` was first seen fenced at `version` or later. */
   const fencedAt = async (version: number): Promise<number> => {
     const deadline = Date.now() + DEADLINE_MS;
@@ -376,7 +377,7 @@ async function invalidationLags(ctx: DrillContext, redisUrl: string, count: numb
     }
     return lags;
   } finally {
-    redis.disconnect();
+    await connection.close();
   }
 }
 

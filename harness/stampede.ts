@@ -1,10 +1,11 @@
 /**
  * The hot-key stampede (C4), measured against a real Redis: many readers of one expired key,
- * spread over simulated function instances (each with its own Redis connection and its own
+ * spread over simulated function instances (each with its own Redis connections and its own
  * in-process single-flight), all asking at once. The loader stands in for DynamoDB with a fixed
  * latency and counts its calls. The integration tests and the benchmark both call this.
  */
 import { randomBytes } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { setTimeout as sleepMs } from 'node:timers/promises';
 import { stageConfig } from '../lib/adapters/lambda-env';
 import { connectRedis, type RedisConnection } from '../lib/adapters/redis/connect';
@@ -15,7 +16,8 @@ import {
   type CachePolicySettings,
   type CacheSource,
 } from '../lib/core/cache-policy';
-import type { CacheEntry, VersionedCache } from '../lib/core/ports';
+import { landingSignalKey, loadLockKey } from '../lib/core/cache-keys';
+import type { CacheEntry, Landing, LandingMark, LoadLockAttempt, VersionedCache } from '../lib/core/ports';
 
 /**
  * What guards the key:
@@ -43,8 +45,11 @@ export interface StampedeOptions {
   readonly keyPrefix?: string;
   /** Leave the key in Redis (several processes share one stampede, or a warm read follows). @default false */
   readonly keepKey?: boolean;
-  /** Epoch ms at which the readers start, after connecting (lines up several processes). @default now */
-  readonly startAt?: number;
+  /**
+   * Epoch ms at which the readers start, after connecting, or what gives it once connected (lines
+   * up several processes, however long each took to start). @default now
+   */
+  readonly startAt?: number | (() => Promise<number>);
 }
 
 /** What a stampede cost. */
@@ -54,13 +59,20 @@ export interface StampedeResult {
   readonly instances: number;
   /** Loads that reached the source of truth: the number that matters. */
   readonly loaderCalls: number;
-  /** Redis commands over all readers (round trips). */
+  /**
+   * Redis commands sent while the readers ran, on every connection (the blocking reads' too),
+   * script fallbacks (EVAL after NOSCRIPT) included: each is a round trip.
+   */
   readonly cacheCommands: number;
+  /** cacheCommands by command name (evalsha, get, xread…). */
+  readonly commandsByName: Readonly<Record<string, number>>;
   readonly sources: Readonly<Record<CacheSource, number>>;
   /** Per-read latency, ms. */
   readonly latencyMs: LatencyPercentiles;
   /** From the first read to the last answer, ms. */
   readonly wallMs: number;
+  /** How long after `startAt` the readers started (a process that arrived late finds the key loaded), ms. */
+  readonly lateByMs: number;
 }
 
 interface HotValue {
@@ -73,17 +85,11 @@ const CODEC: CachedEntityCodec<HotValue> = {
   version: (value) => value.version,
 };
 
-/** Counts every call that reaches the cache. */
-class CountingCache implements VersionedCache {
-  public calls = 0;
-
-  public constructor(
-    private readonly inner: VersionedCache,
-    private readonly lockAlwaysFree: boolean,
-  ) {}
+/** A cache whose load lock is always free and costs no command: single-flight alone. */
+class LocklessCache implements VersionedCache {
+  public constructor(private readonly inner: VersionedCache) {}
 
   public get(key: string): Promise<CacheEntry | undefined> {
-    this.calls += 1;
     return this.inner.get(key);
   }
 
@@ -93,26 +99,45 @@ class CountingCache implements VersionedCache {
     value: unknown,
     ttlMs: number,
   ): Promise<'written' | 'fenced'> {
-    this.calls += 1;
     return this.inner.putIfNewer(key, version, value, ttlMs);
   }
 
   public fence(key: string, version: number, ttlMs: number): Promise<'fenced' | 'superseded'> {
-    this.calls += 1;
     return this.inner.fence(key, version, ttlMs);
   }
 
-  public tryLock(key: string, token: string, ttlMs: number): Promise<boolean> {
-    if (this.lockAlwaysFree) return Promise.resolve(true);
-    this.calls += 1;
-    return this.inner.tryLock(key, token, ttlMs);
+  public tryLoadLock(): Promise<LoadLockAttempt> {
+    return Promise.resolve({ acquired: true });
   }
 
-  public unlock(key: string, token: string): Promise<void> {
-    if (this.lockAlwaysFree) return Promise.resolve();
-    this.calls += 1;
-    return this.inner.unlock(key, token);
+  public releaseLoadLock(): Promise<void> {
+    return Promise.resolve();
   }
+
+  public waitForLanding(_key: string, _since: LandingMark, _timeoutMs: number): Promise<Landing> {
+    return Promise.reject(new Error('nobody waits: the lock is always free'));
+  }
+}
+
+/**
+ * Counts the Redis commands this process sends from now until `stop()`: ioredis publishes each
+ * command it writes, on any connection, to the `ioredis:command` tracing channel.
+ */
+function countRedisCommands(): { stop(): Record<string, number> } {
+  const counts: Record<string, number> = {};
+  const channel = 'tracing:ioredis:command:start';
+  const onCommand = (context: unknown): void => {
+    const name = (context as { command?: unknown }).command;
+    const command = typeof name === 'string' ? name : 'unknown';
+    counts[command] = (counts[command] ?? 0) + 1;
+  };
+  subscribe(channel, onCommand);
+  return {
+    stop: () => {
+      unsubscribe(channel, onCommand);
+      return counts;
+    },
+  };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -134,6 +159,11 @@ export function latencyPercentiles(values: readonly number[]): LatencyPercentile
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? 0 };
 }
 
+/** The hot key of a stampede under `prefix`: its id is a hash tag, as an entity's is. */
+export function stampedeKey(prefix: string): string {
+  return `${prefix}hot:{item-1}`;
+}
+
 /** Redis command timeout of the simulated instances unless the settings give one. */
 export const STAMPEDE_COMMAND_TIMEOUT_MS = 5_000;
 
@@ -149,7 +179,7 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
   // the functions' short timeout, which would turn a slow answer into a failed read, not a count.
   const commandTimeoutMs = options.settings?.commandTimeoutMs ?? STAMPEDE_COMMAND_TIMEOUT_MS;
   const prefix = options.keyPrefix ?? `tenang:stampede:${randomBytes(4).toString('hex')}:`;
-  const key = `${prefix}hot:{item-1}`;
+  const key = stampedeKey(prefix);
 
   let loaderCalls = 0;
   const load = async (): Promise<HotValue> => {
@@ -159,22 +189,17 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
   };
 
   const connections: RedisConnection[] = [];
-  const counters: CountingCache[] = [];
   const instances = Array.from({ length: instanceCount }, () => {
     const connection = connectRedis({ kind: 'url', url: options.redisUrl }, { commandTimeoutMs });
     connections.push(connection);
-    const counting = new CountingCache(
-      new RedisCache(connection.client, { ready: () => connection.ready() }),
-      protection !== 'full',
-    );
-    counters.push(counting);
+    const redis = new RedisCache(connection);
+    const cache = protection === 'full' ? redis : new LocklessCache(redis);
     const policy = new CacheAside<HotValue>(settings, CODEC, {
-      cache: counting,
+      cache,
       clock: () => new Date(),
       random: Math.random,
-      sleep: (ms) => sleepMs(ms),
     });
-    return { counting, policy };
+    return { cache, policy };
   });
 
   const naiveRead = async (cache: VersionedCache): Promise<CacheSource> => {
@@ -186,10 +211,20 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
   };
 
   try {
-    // Connect every instance first: the stampede measures reads, not cold connections.
-    await Promise.all(connections.map((c) => c.ready()));
-    if (options.startAt !== undefined) await sleepMs(Math.max(0, options.startAt - Date.now()));
+    // Connect every instance first, the connection its waits block on included (a warm Lambda
+    // instance has both): the stampede measures reads, not cold connections.
+    await Promise.all(
+      connections.map(async (c) => {
+        await c.ready();
+        if (protection === 'full') await c.withBlockingClient(() => Promise.resolve());
+      }),
+    );
+    const startAt =
+      typeof options.startAt === 'function' ? await options.startAt() : (options.startAt ?? Date.now());
+    await sleepMs(Math.max(0, startAt - Date.now()));
+    const lateByMs = Math.max(0, Date.now() - startAt);
     const sources: Record<CacheSource, number> = { hit: 0, miss: 0, bypass: 0 };
+    const counting = countRedisCommands();
     const latencies: number[] = [];
     const started = performance.now();
     await Promise.all(
@@ -199,27 +234,30 @@ export async function measureStampede(options: StampedeOptions): Promise<Stamped
         const t0 = performance.now();
         const source =
           protection === 'none'
-            ? await naiveRead(instance.counting)
+            ? await naiveRead(instance.cache)
             : (await instance.policy.read(key, load)).source;
         latencies.push(performance.now() - t0);
         sources[source] += 1;
       }),
     );
     const wallMs = performance.now() - started;
+    const commandsByName = counting.stop();
     return {
       protection,
       readers,
       instances: instanceCount,
       loaderCalls,
-      cacheCommands: counters.reduce((sum, c) => sum + c.calls, 0),
+      cacheCommands: Object.values(commandsByName).reduce((sum, n) => sum + n, 0),
+      commandsByName,
       sources,
       latencyMs: latencyPercentiles(latencies),
       wallMs,
+      lateByMs,
     };
   } finally {
     const first = connections[0];
     if (first !== undefined && options.keepKey !== true) {
-      await first.client.del(key, `${key}:lock`).catch(() => undefined);
+      await first.client.del(key, loadLockKey(key), landingSignalKey(key)).catch(() => undefined);
     }
     await Promise.all(connections.map((c) => c.close()));
   }

@@ -136,7 +136,7 @@ function entitySource(tables: readonly EntityTable[]): EntitySource | undefined 
 export const handler = createHandler({
   stage: env.TENANG_STAGE,
   settings: config.stage.cache,
-  cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+  cache: new RedisCache(connection),
   source: entitySource(entityTables(cachedEntitySources(config), process.env)),
   logger,
 });

@@ -101,7 +101,7 @@ export {
   type CacheEnv,
   type CacheConnectionSettings,
 } from '../adapters/redis/connect';
-export { RedisCache, type RedisCacheOptions } from '../adapters/redis/redis-cache';
+export { RedisCache, type RedisCacheConnection } from '../adapters/redis/redis-cache';
 export {
   TenangError,
   TransientError,

@@ -338,7 +338,7 @@ export const StageSchema = z.object({
     ttlSeconds: intIn(1),
     /** Jitter as a fraction of the TTL, added at random (C1). */
     ttlJitterRatio: z.number().check(z.gte(0), z.lte(1)),
-    /** Short Redis lock against a cross-process stampede, milliseconds (C4). */
+    /** Short Redis lock against a cross-process stampede, and the longest its waiters wait, milliseconds (C4). */
     loadLockMs: intIn(10, 30_000),
     /** Per-command Redis timeout, milliseconds (D4). */
     commandTimeoutMs: intIn(10, 10_000),

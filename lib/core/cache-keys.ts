@@ -53,8 +53,8 @@ export function cacheKeyspace(stage: string): CacheKeyspace {
 }
 
 /**
- * Key of one entity. The id is a Redis hash tag, so the entry and its load lock share a slot on a
- * clustered cache.
+ * Key of one entity. The id is a Redis hash tag, so the entry, its load lock and its landing
+ * signal share a slot on a clustered cache.
  */
 export function entityCacheKey(keyspace: CacheKeyspace, entity: string, id: string): string {
   return `${entityPrefix(keyspace, entity)}{${id}}`;
@@ -65,9 +65,20 @@ export function entityPrefix(keyspace: CacheKeyspace, entity: string): string {
   return `${keyspace.prefix}${entity}:`;
 }
 
-/** The short load lock that guards `key` against a stampede across processes (C4). */
+/**
+ * The short load lock that guards `key` against a stampede across processes (C4). A suffix keeps
+ * the entry's hash tag, so a script may touch both on a clustered cache.
+ */
 export function loadLockKey(key: string): string {
   return `${key}:lock`;
+}
+
+/**
+ * The signal a load lock's release leaves on `key` for the callers waiting on it (C4); the same
+ * hash tag as the entry and its lock.
+ */
+export function landingSignalKey(key: string): string {
+  return `${key}:landed`;
 }
 
 /** Why `value` is not an entity version (an integer ≥ 0), or undefined when it is one. */

@@ -4,9 +4,9 @@
  * - Reads: a cached value is a hit; otherwise the source of truth is loaded and written back
  *   with a jittered TTL, so keys written together do not expire together (C1).
  * - Stampede (C4): concurrent reads of one key in a process share one flight; across processes a
- *   short lock (SET NX PX) lets one caller load while the others look at the cache again after
- *   pauses that double (with jitter), and a caller that waited too long loads by itself: a read
- *   is never failed by the protection.
+ *   short lock (SET NX PX) lets one caller load while the others wait for the landing its release
+ *   signals, which hands them the value: they are woken when the value lands, not after a pause.
+ *   A caller that waited too long loads by itself: a read is never failed by the protection.
  * - Staleness (C3): the write-back is version-checked in the cache (atomically), and an
  *   invalidation leaves a tombstone at the version it invalidated, so a reader that loaded an old
  *   version can never overwrite a newer value or a newer invalidation.
@@ -14,9 +14,9 @@
  *   loader, without a write-back.
  */
 import type { Random } from './backoff';
-import { loadLockKey, type KeyInvalidation } from './cache-keys';
+import type { KeyInvalidation } from './cache-keys';
 import { CacheUnavailableError } from './errors';
-import type { CacheEntry, Clock, VersionedCache } from './ports';
+import type { CachedValue, CacheEntry, Clock, Landing, LoadLockAttempt, VersionedCache } from './ports';
 
 /** Where a read was served from: the cache, the source of truth after a miss, or the source of truth because the cache was unavailable. */
 export type CacheSource = 'hit' | 'miss' | 'bypass';
@@ -49,10 +49,6 @@ export interface CachePolicySettings {
   readonly loadLockMs: number;
   /** How long a caller that lost the lock waits for the winner's value. @default loadLockMs */
   readonly lockWaitMs?: number;
-  /** First pause before a waiter looks at the cache again; each later pause doubles. @default 10 */
-  readonly pollIntervalMs?: number;
-  /** Longest pause between two looks while waiting. @default an eighth of lockWaitMs, at least pollIntervalMs */
-  readonly maxPollIntervalMs?: number;
 }
 
 /** Something worth a log line; the policy itself never logs. */
@@ -71,22 +67,8 @@ export interface CachePolicyPorts {
   readonly cache: VersionedCache;
   readonly clock: Clock;
   readonly random: Random;
-  readonly sleep: (ms: number) => Promise<void>;
   /** @default - events are dropped */
   readonly onEvent?: (event: CachePolicyEvent) => void;
-}
-
-const DEFAULT_POLL_INTERVAL_MS = 10;
-
-/**
- * The pause before a waiter's `attempt`-th look (0-based): doubling from `firstMs` up to `maxMs`,
- * with equal jitter (half fixed, half random) so that instances that lost the lock together do
- * not look together. A waiter looks about log2(load time / firstMs) times instead of once per
- * `firstMs`: a stampede costs a few commands per instance, not one pair per poll interval.
- */
-export function waitBeforeLookMs(attempt: number, firstMs: number, maxMs: number, random: Random): number {
-  const ceiling = Math.min(maxMs, firstMs * 2 ** Math.min(attempt, 30));
-  return ceiling / 2 + (ceiling / 2) * random();
 }
 
 /** TTL of a written-back value: the base TTL plus up to `ttlJitterRatio` of it, in milliseconds. */
@@ -134,8 +116,6 @@ export class CacheAside<T> {
   /** Single-flight: reads of a key in progress in this process. */
   private readonly flights = new Map<string, Promise<CacheRead<T>>>();
   private readonly lockWaitMs: number;
-  private readonly pollIntervalMs: number;
-  private readonly maxPollIntervalMs: number;
 
   public constructor(
     private readonly settings: CachePolicySettings,
@@ -143,9 +123,6 @@ export class CacheAside<T> {
     private readonly ports: CachePolicyPorts,
   ) {
     this.lockWaitMs = settings.lockWaitMs ?? settings.loadLockMs;
-    this.pollIntervalMs = settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.maxPollIntervalMs =
-      settings.maxPollIntervalMs ?? Math.max(this.pollIntervalMs, Math.floor(this.lockWaitMs / 8));
   }
 
   /**
@@ -182,38 +159,60 @@ export class CacheAside<T> {
     return entry?.kind === 'value' ? this.codec.parse(entry.value) : undefined;
   }
 
-  /** Loads under the cross-process lock; waits for another loader's value while it holds the lock. */
+  /**
+   * Loads under the cross-process lock. The lock attempt also reports the value the key holds: a
+   * holder that wrote back and released between this caller's miss and its attempt is a hit, not
+   * a second load. While another caller holds the lock, waits for the landing its release signals
+   * (from the mark the failed attempt returned, so a landing in between is not missed); the
+   * landing carries the value the key held at that instant, else (the holder found no entity, was
+   * fenced off or failed) the lock is tried again.
+   */
   private async loadGuarded(key: string, load: Loader<T>): Promise<CacheRead<T>> {
-    const lockKey = loadLockKey(key);
     const token = lockToken(this.ports.random);
     const started = this.now();
-    for (let attempt = 0; ; attempt += 1) {
-      let acquired: boolean;
+    for (;;) {
+      let attempt: LoadLockAttempt;
       try {
-        acquired = await this.ports.cache.tryLock(lockKey, token, this.settings.loadLockMs);
+        attempt = await this.ports.cache.tryLoadLock(key, token, this.settings.loadLockMs);
       } catch (error) {
         this.unavailable(error, key, 'lock');
         return this.bypass(load);
       }
-      if (acquired) {
+      const landed = this.usable(attempt.found);
+      if (attempt.acquired) {
         try {
+          if (landed !== undefined) return { source: 'hit', value: landed };
           return await this.loadAndWriteBack(key, load);
         } finally {
-          await this.unlock(lockKey, token, key);
+          await this.release(key, token);
         }
       }
+      if (landed !== undefined) return { source: 'hit', value: landed };
       const waited = this.now() - started;
       if (waited >= this.lockWaitMs) {
         // The holder is slow or gone: load anyway. The versioned write-back keeps this safe.
         this.ports.onEvent?.({ kind: 'lock-wait-expired', key, waitedMs: waited });
         return this.loadAndWriteBack(key, load);
       }
-      const pause = waitBeforeLookMs(attempt, this.pollIntervalMs, this.maxPollIntervalMs, this.ports.random);
-      await this.ports.sleep(Math.min(pause, this.lockWaitMs - waited));
-      const looked = await this.look(key);
-      if (looked === 'unavailable') return this.bypass(load);
-      if (looked !== undefined) return { source: 'hit', value: looked };
+      let landing: Landing;
+      try {
+        landing = await this.ports.cache.waitForLanding(key, attempt.since, this.lockWaitMs - waited);
+      } catch (error) {
+        this.unavailable(error, key, 'wait');
+        return this.bypass(load);
+      }
+      // What the key held when the holder released is safe to return: this read began before
+      // that instant, and a tombstone written before it is what the landing carries instead.
+      const value = landing.landed ? this.usable(landing.found) : undefined;
+      if (value !== undefined) return { source: 'hit', value };
+      // Nothing usable landed, or the time ran out: the next attempt may take the lock (or find
+      // it expired), else the wait has expired.
     }
+  }
+
+  /** The cached value if `found` holds one the codec accepts. */
+  private usable(found: CachedValue | undefined): T | undefined {
+    return found === undefined ? undefined : this.codec.parse(found.value);
   }
 
   private async loadAndWriteBack(key: string, load: Loader<T>): Promise<CacheRead<T>> {
@@ -238,11 +237,12 @@ export class CacheAside<T> {
     }
   }
 
-  private async unlock(lockKey: string, token: string, key: string): Promise<void> {
+  private async release(key: string, token: string): Promise<void> {
     try {
-      await this.ports.cache.unlock(lockKey, token);
+      // The signal outlives every wait that may still start from a mark taken before it.
+      await this.ports.cache.releaseLoadLock(key, token, this.lockWaitMs);
     } catch (error) {
-      // The lock expires by itself after loadLockMs.
+      // The lock expires by itself after loadLockMs; its waiters stop waiting by lockWaitMs.
       this.unavailable(error, key, 'unlock');
     }
   }

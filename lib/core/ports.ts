@@ -60,11 +60,45 @@ export interface VersionedCache {
    * ≥ `version`; atomic. 'superseded' when something newer was already there.
    */
   fence(key: string, version: number, ttlMs: number): Promise<'fenced' | 'superseded'>;
-  /** Takes a short lock (SET NX PX): true when this caller got it. */
-  tryLock(key: string, token: string, ttlMs: number): Promise<boolean>;
-  /** Releases the lock only if `token` still owns it. */
-  unlock(key: string, token: string): Promise<void>;
+  /**
+   * Takes the short load lock of entry `key` for `ttlMs` (SET NX PX) if it is free, and reports
+   * the value the key holds, if any (a holder may have written back since this caller looked).
+   * When another caller holds the lock, says where the key's landing signal stands, in the same
+   * atomic step: a landing after the attempt is after that mark, so a wait from it misses none.
+   */
+  tryLoadLock(key: string, token: string, ttlMs: number): Promise<LoadLockAttempt>;
+  /**
+   * Releases the load lock of `key` if `token` still owns it, and signals a landing on `key` that
+   * carries what the key holds at that instant and stays readable for `signalTtlMs`: every caller
+   * waiting on the key wakes, whoever holds the lock now.
+   */
+  releaseLoadLock(key: string, token: string, signalTtlMs: number): Promise<void>;
+  /**
+   * Waits until a landing on `key` after `since` is signalled, at most `timeoutMs` (at once if one
+   * already was), and says what the key held when the latest one was signalled.
+   */
+  waitForLanding(key: string, since: LandingMark, timeoutMs: number): Promise<Landing>;
 }
+
+/** A cache entry that holds a value. */
+export type CachedValue = Extract<CacheEntry, { readonly kind: 'value' }>;
+
+/** Where a key's landing signal stood; opaque outside the cache that gave it. */
+export type LandingMark = string;
+
+/**
+ * What a load-lock attempt found: whether the lock is now this caller's (else `since` marks the
+ * landing signal), and the value the key held, if any.
+ */
+export type LoadLockAttempt =
+  | { readonly acquired: true; readonly found?: CachedValue }
+  | { readonly acquired: false; readonly since: LandingMark; readonly found?: CachedValue };
+
+/**
+ * What a wait for a landing saw: none before its time ran out, or a landing and the value the key
+ * held when it was signalled, if any (none: the holder found no entity, was fenced off, or failed).
+ */
+export type Landing = { readonly landed: false } | { readonly landed: true; readonly found?: CachedValue };
 
 /** Options of a prefix eviction. */
 export interface PrefixEvictionOptions {

@@ -207,45 +207,65 @@ export function describeVersionedCacheContract(subject: ContractSubject): void {
     });
   });
 
-  describe('Methods: tryLock and unlock', () => {
-    it('when the lock is free, the first caller gets it and a second does not', async () => {
+  describe('Methods: tryLoadLock and releaseLoadLock', () => {
+    it('when the lock is free, the first caller gets it and a second is told where the landing signal stands', async () => {
       // Prepare
       const cache = subject.cache();
       const key = subject.freshKey('lock');
 
       // Act
-      const first = await cache.tryLock(key, 'token-a', TTL_MS);
-      const second = await cache.tryLock(key, 'token-b', TTL_MS);
+      const first = await cache.tryLoadLock(key, 'token-a', TTL_MS);
+      const second = await cache.tryLoadLock(key, 'token-b', TTL_MS);
 
       // Assess
-      expect([first, second]).toEqual([true, false]);
+      expect(first).toEqual({ acquired: true });
+      expect(second).toEqual({ acquired: false, since: expect.any(String) });
     });
 
-    it('when another token unlocks, the lock stays; when its owner unlocks, it is free again', async () => {
+    it('when the key holds a value, the attempt reports it, whether it takes the lock or not; a tombstone it does not report', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const [withValue, withTombstone] = [subject.freshKey('lock-value'), subject.freshKey('lock-tomb')];
+      await cache.putIfNewer(withValue, 2, { two: true }, TTL_MS);
+      await cache.fence(withTombstone, 3, TTL_MS);
+      const found = { kind: 'value', version: 2, value: { two: true } };
+
+      // Act
+      const first = await cache.tryLoadLock(withValue, 'token-a', TTL_MS);
+      const second = await cache.tryLoadLock(withValue, 'token-b', TTL_MS);
+      const fenced = await cache.tryLoadLock(withTombstone, 'token-a', TTL_MS);
+
+      // Assess
+      expect(first).toEqual({ acquired: true, found });
+      expect(second).toEqual({ acquired: false, since: expect.any(String), found });
+      expect(fenced).toEqual({ acquired: true });
+    });
+
+    it('when another token releases, the lock stays; when its owner releases, it is free again', async () => {
       // Prepare
       const cache = subject.cache();
       const key = subject.freshKey('unlock');
-      await cache.tryLock(key, 'owner', TTL_MS);
+      await cache.tryLoadLock(key, 'owner', TTL_MS);
 
       // Act
-      await cache.unlock(key, 'intruder');
-      const afterIntruder = await cache.tryLock(key, 'third', TTL_MS);
-      await cache.unlock(key, 'owner');
-      const afterOwner = await cache.tryLock(key, 'third', TTL_MS);
+      await cache.releaseLoadLock(key, 'intruder', TTL_MS);
+      const afterIntruder = await cache.tryLoadLock(key, 'third', TTL_MS);
+      await cache.releaseLoadLock(key, 'owner', TTL_MS);
+      const afterOwner = await cache.tryLoadLock(key, 'third', TTL_MS);
 
       // Assess
-      expect([afterIntruder, afterOwner]).toEqual([false, true]);
+      expect([afterIntruder.acquired, afterOwner.acquired]).toEqual([false, true]);
     });
 
     it('when the lock is not released, it expires after its TTL', async () => {
       // Prepare
       const cache = subject.cache();
       const key = subject.freshKey('lock-ttl');
-      await cache.tryLock(key, 'gone', 50);
+      await cache.tryLoadLock(key, 'gone', 50);
 
       // Act
       const taken = await pollUntil(
-        async () => ((await cache.tryLock(key, 'next', TTL_MS)) ? true : undefined),
+        async () => ((await cache.tryLoadLock(key, 'next', TTL_MS)).acquired ? true : undefined),
         {
           description: 'the lock to expire',
           deadlineMs: 2_000,
@@ -255,6 +275,133 @@ export function describeVersionedCacheContract(subject: ContractSubject): void {
 
       // Assess
       expect(taken).toBe(true);
+    });
+
+    it('when the key holds a value, taking and releasing its load lock leaves the value as it was', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('lock-entry');
+      await cache.putIfNewer(key, 2, { two: true }, TTL_MS);
+
+      // Act
+      await cache.tryLoadLock(key, 'owner', TTL_MS);
+      await cache.releaseLoadLock(key, 'owner', TTL_MS);
+
+      // Assess
+      expect(await cache.get(key)).toEqual({ kind: 'value', version: 2, value: { two: true } });
+    });
+  });
+
+  describe('Method: waitForLanding', () => {
+    /** A lock held by 'holder', and the mark a caller that lost it was given. */
+    async function heldBy(cache: VersionedCache, key: string): Promise<string> {
+      await cache.tryLoadLock(key, 'holder', TTL_MS);
+      const lost = await cache.tryLoadLock(key, 'waiter', TTL_MS);
+      if (lost.acquired) throw new Error('the lock was free');
+      return lost.since;
+    }
+
+    it('when the holder writes back and releases, every caller waiting from its mark wakes at once with the value', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('wake-all');
+      const since = await heldBy(cache, key);
+      const started = Date.now();
+      const waits = [1, 2, 3].map(() => cache.waitForLanding(key, since, 5_000));
+
+      // Act
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await cache.putIfNewer(key, 4, { four: true }, TTL_MS);
+      await cache.releaseLoadLock(key, 'holder', TTL_MS);
+      const landings = await Promise.all(waits);
+
+      // Assess
+      const landing = { landed: true, found: { kind: 'value', version: 4, value: { four: true } } };
+      expect(landings).toEqual([landing, landing, landing]);
+      expect(Date.now() - started).toBeLessThan(2_500);
+    });
+
+    it('when the key holds no value at the release (nothing loaded, or fenced off), the landing carries none', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const [empty, fenced] = [subject.freshKey('wake-empty'), subject.freshKey('wake-fenced')];
+      const [sinceEmpty, sinceFenced] = [await heldBy(cache, empty), await heldBy(cache, fenced)];
+      await cache.putIfNewer(fenced, 4, { four: true }, TTL_MS);
+      await cache.fence(fenced, 5, TTL_MS);
+
+      // Act
+      await cache.releaseLoadLock(empty, 'holder', TTL_MS);
+      await cache.releaseLoadLock(fenced, 'holder', TTL_MS);
+      const landings = [
+        await cache.waitForLanding(empty, sinceEmpty, 5_000),
+        await cache.waitForLanding(fenced, sinceFenced, 5_000),
+      ];
+
+      // Assess
+      expect(landings).toEqual([{ landed: true }, { landed: true }]);
+    });
+
+    it('when the landing came between the lost attempt and the wait, the wait returns at once', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('wake-missed');
+      const since = await heldBy(cache, key);
+      await cache.releaseLoadLock(key, 'holder', TTL_MS);
+      const started = Date.now();
+
+      // Act
+      const landing = await cache.waitForLanding(key, since, 5_000);
+
+      // Assess
+      expect(landing.landed).toBe(true);
+      expect(Date.now() - started).toBeLessThan(2_500);
+    });
+
+    it('when nothing lands, the wait says so once its time is out', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('wake-none');
+      const since = await heldBy(cache, key);
+      const started = Date.now();
+
+      // Act
+      const landing = await cache.waitForLanding(key, since, 150);
+
+      // Assess
+      expect(landing).toEqual({ landed: false });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    });
+
+    it('when a landing came before the lost attempt, a wait from its mark does not take it for a new one', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('wake-old');
+      await cache.tryLoadLock(key, 'first', TTL_MS);
+      await cache.releaseLoadLock(key, 'first', TTL_MS);
+      const since = await heldBy(cache, key);
+
+      // Act
+      const landing = await cache.waitForLanding(key, since, 150);
+
+      // Assess
+      expect(landing).toEqual({ landed: false });
+    });
+
+    it('when a landing on another key is signalled, it wakes nobody waiting on this one', async () => {
+      // Prepare
+      const cache = subject.cache();
+      const key = subject.freshKey('wake-mine');
+      const other = subject.freshKey('wake-other');
+      const since = await heldBy(cache, key);
+      await cache.tryLoadLock(other, 'holder', TTL_MS);
+      const waiting = cache.waitForLanding(key, since, 200);
+
+      // Act
+      await cache.releaseLoadLock(other, 'holder', TTL_MS);
+      const landing = await waiting;
+
+      // Assess
+      expect(landing).toEqual({ landed: false });
     });
   });
 }

@@ -141,7 +141,7 @@ beforeAll(async () => {
     { kind: 'url', url: requireEnv('REDIS_URL') },
     { commandTimeoutMs: SETTINGS.commandTimeoutMs },
   );
-  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  cache = new RedisCache(connection);
   admin = redisClient();
 });
 

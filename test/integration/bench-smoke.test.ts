@@ -72,8 +72,24 @@ describe('npm run bench, every section at smoke size', () => {
   it('when the cache section runs, each protection has figures and warm reads hit', () => {
     // Assess
     expect(results.cache?.stampede.map((s) => s.protection)).toEqual(['none', 'single-flight', 'full']);
+    expect(
+      results.cache?.stampede.every(
+        (s) => Number.isFinite(s.p99Ms) && s.p99Ms > 0 && s.p99MsByRound?.length === 1,
+      ),
+    ).toBe(true);
     expect(results.cache?.hitReads).toBeGreaterThan(0);
     expect(Number.isFinite(results.cache?.roundTripsPerHit)).toBe(true);
+  });
+
+  it("when the cache section is rendered, ours is judged on loader calls, commands per reader and p99 against naive cache-aside's of the same run", () => {
+    // Prepare
+    const naive = results.cache?.stampede.find((s) => s.protection === 'none');
+
+    // Assess
+    expect(report).toMatch(
+      /^Ours: \d+ loader call\(s\) \(target 1\): (met|\*\*not met\*\*); \d+\.\d\d Redis commands per reader \(target ≤ 2\): (met|\*\*not met\*\*); p99 \d+ ms against naive cache-aside's (\d+) ms in the same rounds \(target ≤\): (met|\*\*not met\*\*)\. The targets are \*\*(met|not met)\*\*\.$/m,
+    );
+    expect(report).toContain(`naive cache-aside's ${naive?.p99Ms.toFixed(0)} ms`);
   });
 
   it('when the backoff section runs, the simulation, the emulator and its model have figures for both protocols', () => {

@@ -91,7 +91,7 @@ beforeAll(async () => {
     { kind: 'url', url: requireEnv('REDIS_URL') },
     { commandTimeoutMs: SETTINGS.commandTimeoutMs },
   );
-  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  cache = new RedisCache(connection);
   admin = redisClient();
 });
 
@@ -312,7 +312,7 @@ describe('Cache path: Redis down or slow (C5)', () => {
       { commandTimeoutMs: SETTINGS.commandTimeoutMs },
     );
     const conn = ownConnection;
-    ownCache = new RedisCache(conn.client, { ready: () => conn.ready() });
+    ownCache = new RedisCache(conn);
     ownAdmin = new Redis(own.url, { maxRetriesPerRequest: 1 });
   });
 

@@ -216,7 +216,7 @@ beforeAll(async () => {
   const url = process.env.REDIS_URL;
   if (url === undefined) throw new Error('REDIS_URL is not set: run through the jest integration project');
   connection = connectRedis({ kind: 'url', url }, { commandTimeoutMs: 2_000 });
-  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  cache = new RedisCache(connection);
   admin = redisClient();
   // The flush stage's config lists hot keys (the reference pipeline has none): the CLI reads
   // the declaration from TENANG_PIPELINE, so the flush stage's runs get one that has them.

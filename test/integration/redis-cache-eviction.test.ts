@@ -24,7 +24,7 @@ async function seed(values: number): Promise<{ scope: string; keys: string[] }> 
   const keys = Array.from({ length: values }, (_, i) => `${scope}v${i}`);
   await Promise.all(keys.map((k, i) => cache.putIfNewer(k, i, { i }, TTL_MS)));
   await cache.fence(`${scope}t`, 3, TTL_MS);
-  await cache.tryLock(`${scope}v0:lock`, 'token', TTL_MS);
+  await cache.tryLoadLock(`${scope}v0`, 'token', TTL_MS);
   return { scope, keys };
 }
 
@@ -32,7 +32,7 @@ beforeAll(() => {
   const url = process.env.REDIS_URL;
   if (url === undefined) throw new Error('REDIS_URL is not set: run through the jest integration project');
   connection = connectRedis({ kind: 'url', url }, { commandTimeoutMs: 1_000 });
-  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  cache = new RedisCache(connection);
   admin = redisClient();
 });
 

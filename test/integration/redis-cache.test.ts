@@ -37,7 +37,7 @@ beforeAll(() => {
     { kind: 'url', url: requireRedisUrl() },
     { commandTimeoutMs: COMMAND_TIMEOUT_MS },
   );
-  cache = new RedisCache(connection.client, { ready: () => connection.ready() });
+  cache = new RedisCache(connection);
   admin = redisClient();
 });
 
@@ -99,23 +99,29 @@ describe('Class: RedisCache', () => {
   });
 
   describe('Method: evictByPrefix', () => {
-    it('when evicting a prefix, it deletes its cached values, keeps its tombstones and locks, and leaves other prefixes alone', async () => {
+    it('when evicting a prefix, it deletes its cached values, keeps its tombstones, locks and landing signals, and leaves other prefixes alone', async () => {
       // Prepare
       const scope = `${PREFIX}evict:${uniqueName('p')}:`;
       const other = `${PREFIX}keep:${uniqueName('p')}:`;
       for (let i = 0; i < 25; i += 1) await cache.putIfNewer(`${scope}v${i}`, i, { i }, 60_000);
       await cache.fence(`${scope}t`, 9, 60_000);
-      await cache.tryLock(`${scope}v1:lock`, 'token', 60_000);
+      await cache.tryLoadLock(`${scope}v1`, 'token', 60_000);
+      // A landing signal (a stream) under the prefix: neither a GET nor a DEL may touch it.
+      await cache.tryLoadLock(`${scope}v2`, 'token', 60_000);
+      await cache.releaseLoadLock(`${scope}v2`, 'token', 60_000);
       await cache.putIfNewer(`${other}v`, 1, { other: true }, 60_000);
 
       // Act
+      const dryRun = await cache.evictByPrefix(scope, { count: 10, dryRun: true });
       const result = await cache.evictByPrefix(scope, { count: 10 });
 
       // Assess
-      expect(result).toEqual({ scanned: 27, evicted: 25 });
+      expect(dryRun).toEqual({ scanned: 28, evicted: 25 });
+      expect(result).toEqual({ scanned: 28, evicted: 25 });
       expect(await cache.get(`${scope}v3`)).toBeUndefined();
       expect(await cache.get(`${scope}t`)).toEqual({ kind: 'tombstone', version: 9 });
       expect(await admin.get(`${scope}v1:lock`)).toBe('token');
+      expect(await admin.type(`${scope}v2:landed`)).toBe('stream');
       expect(await cache.get(`${other}v`)).toEqual({ kind: 'value', version: 1, value: { other: true } });
     });
 
@@ -151,6 +157,76 @@ describe('Class: RedisCache', () => {
   });
 });
 
+describe('Class: RedisCache, waits for a landing', () => {
+  let ownConnection: RedisConnection | undefined;
+
+  afterEach(async () => {
+    await ownConnection?.close();
+    ownConnection = undefined;
+  });
+
+  /** The mark of a caller that lost `k`'s lock to 'holder'. */
+  async function lostTo(on: RedisCache, k: string): Promise<string> {
+    await on.tryLoadLock(k, 'holder', 60_000);
+    const lost = await on.tryLoadLock(k, 'waiter', 60_000);
+    if (lost.acquired) throw new Error('the lock was free');
+    return lost.since;
+  }
+
+  it('when a caller is blocked waiting, the other commands of its process are answered at once', async () => {
+    // Prepare
+    const k = key('blocked');
+    const since = await lostTo(cache, k);
+    const waiting = cache.waitForLanding(k, since, 1_500);
+
+    // Act
+    const started = Date.now();
+    const entry = await cache.get(key('meanwhile'));
+    const answeredMs = Date.now() - started;
+    await cache.releaseLoadLock(k, 'holder', 60_000);
+
+    // Assess
+    expect(entry).toBeUndefined();
+    expect(answeredMs).toBeLessThan(COMMAND_TIMEOUT_MS);
+    expect((await waiting).landed).toBe(true);
+  });
+
+  it('when a wait lasts longer than the command timeout, it runs its full time and ends without an error', async () => {
+    // Prepare
+    const k = key('long-wait');
+    const since = await lostTo(cache, k);
+    const started = Date.now();
+
+    // Act
+    const landing = await cache.waitForLanding(k, since, COMMAND_TIMEOUT_MS * 3);
+
+    // Assess
+    expect(landing).toEqual({ landed: false });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS * 3 - 10);
+  });
+
+  it('when waits on more keys than blocking connections overlap, each still sees its landing', async () => {
+    // Prepare: one blocking connection, so the second wait queues behind the first.
+    ownConnection = connectRedis(
+      { kind: 'url', url: requireRedisUrl() },
+      { commandTimeoutMs: COMMAND_TIMEOUT_MS, maxBlockingClients: 1 },
+    );
+    const ownCache = new RedisCache(ownConnection);
+    const [a, b] = [key('queued-a'), key('queued-b')];
+    const [sinceA, sinceB] = [await lostTo(ownCache, a), await lostTo(ownCache, b)];
+    const waits = [ownCache.waitForLanding(a, sinceA, 5_000), ownCache.waitForLanding(b, sinceB, 5_000)];
+
+    // Act: b lands while its wait is still queued, then a.
+    await ownCache.releaseLoadLock(b, 'holder', 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await ownCache.releaseLoadLock(a, 'holder', 60_000);
+    const landings = await Promise.all(waits);
+
+    // Assess
+    expect(landings).toEqual([{ landed: true }, { landed: true }]);
+  });
+});
+
 describe('Class: RedisCache with a Redis that goes down', () => {
   let own: OwnRedis | undefined;
   let ownConnection: RedisConnection | undefined;
@@ -166,9 +242,7 @@ describe('Class: RedisCache with a Redis that goes down', () => {
     // Prepare
     own = await startOwnRedis();
     ownConnection = connectRedis({ kind: 'url', url: own.url }, { commandTimeoutMs: COMMAND_TIMEOUT_MS });
-    const ownCache = new RedisCache(ownConnection.client, {
-      ready: () => ownConnection?.ready() ?? Promise.resolve(),
-    });
+    const ownCache = new RedisCache(ownConnection);
 
     // Act
     const result = await ownCache.putIfNewer('k', 1, { first: true }, 60_000);
@@ -181,10 +255,10 @@ describe('Class: RedisCache with a Redis that goes down', () => {
     // Prepare
     own = await startOwnRedis();
     ownConnection = connectRedis({ kind: 'url', url: own.url }, { commandTimeoutMs: COMMAND_TIMEOUT_MS });
-    const ownCache = new RedisCache(ownConnection.client, {
-      ready: () => ownConnection?.ready() ?? Promise.resolve(),
-    });
+    const ownCache = new RedisCache(ownConnection);
     await ownCache.putIfNewer('k', 1, {}, 60_000);
+    // Opens the connection blocking reads run on, as a first wait would.
+    await ownCache.waitForLanding('k', '0-0', 1);
 
     // Act
     await own.stop();
@@ -193,7 +267,9 @@ describe('Class: RedisCache with a Redis that goes down', () => {
       ownCache.get('k'),
       ownCache.putIfNewer('k', 2, {}, 60_000),
       ownCache.fence('k', 3, 60_000),
-      ownCache.tryLock('k:lock', 't', 1_000),
+      ownCache.tryLoadLock('k', 't', 1_000),
+      ownCache.releaseLoadLock('k', 't', 1_000),
+      ownCache.waitForLanding('k', '0-0', 1_000),
     ]);
     const elapsed = Date.now() - started;
     own = await own.restart();

@@ -201,7 +201,7 @@ const connection = connectRedis(cacheConnectionSettings(env), {
 
 /** The deployed handler. */
 export const handler = createHandler({
-  cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+  cache: new RedisCache(connection),
   keyspace: cacheKeyspace(env.TENANG_STAGE),
   settings: config.stage.cache,
   logger,

@@ -3,8 +3,6 @@
  * loads DynamoDB (strongly consistent) and writes back under the version fence; when Redis is
  * down or slow the order is served from DynamoDB as a bypass. `X-Cache` says which.
  */
-import { setTimeout as sleepMs } from 'node:timers/promises';
-
 import { StageSchema } from 'tenang/config';
 import { DynamoDbOrderStore, orderCacheKey, OrderSchema, type Order, type OrderStore } from '../domain';
 import {
@@ -78,8 +76,6 @@ export interface OrderReaderDeps {
   readonly clock?: Clock;
   /** @default Math.random */
   readonly random?: () => number;
-  /** @default node:timers/promises setTimeout */
-  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 type Response = APIGatewayProxyStructuredResultV2;
@@ -123,7 +119,6 @@ export function createHandler(
     cache: deps.cache,
     clock: deps.clock ?? ((): Date => new Date()),
     random: deps.random ?? Math.random,
-    sleep: deps.sleep ?? ((ms: number): Promise<void> => sleepMs(ms)),
     onEvent: (event) => logPolicyEvent(deps.logger, event),
   });
 
@@ -175,7 +170,7 @@ const dynamo = newDynamoDbClient();
 
 /** The deployed handler. */
 export const handler = createHandler({
-  cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+  cache: new RedisCache(connection),
   orders: new DynamoDbOrderStore(dynamo, env.ORDERS_TABLE),
   keyspace: cacheKeyspace(env.TENANG_STAGE),
   settings: config.stage.cache,

@@ -4,6 +4,7 @@
  * - else `CACHE_HOST`/`CACHE_PORT` with TLS (`CACHE_TLS`), and for `CACHE_AUTH=iam` an ElastiCache
  *   IAM token as the password of `CACHE_USER`, replaced before it expires.
  * A down Redis fails fast: no offline queue, one retry at most, a short command timeout (D4).
+ * Blocking reads (a stampede's waiters, C4) run on connections of their own, opened on first use.
  */
 import { fromEnv } from '@aws-sdk/credential-provider-env';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
@@ -115,15 +116,30 @@ export interface RedisConnectionOptions {
   readonly onError?: (error: Error) => void;
   /** At most one error is reported per interval: a down Redis is retried every ≤ 2 s. @default 10000 */
   readonly errorReportIntervalMs?: number;
+  /** Blocking reads in flight at once, each on a connection of its own; more wait their turn. @default 4 */
+  readonly maxBlockingClients?: number;
 }
 
-/** A lazily opened connection that is made ready (and re-authenticated) before each use. */
+/** Blocking reads in flight at once unless the options say otherwise. */
+const DEFAULT_MAX_BLOCKING_CLIENTS = 4;
+
+/**
+ * A lazily opened connection that is made ready (and re-authenticated) before each use, and the
+ * connections its blocking reads run on.
+ */
 export class RedisConnection {
   /** The ioredis client; call `ready()` before using it. */
   public readonly client: Redis;
-  private firstConnect: Promise<void> | undefined;
+  private readonly firstConnects = new WeakMap<Redis, Promise<void>>();
   private readonly connectTimeoutMs: number;
   private readonly tokens: IamTokenSource | undefined;
+  private readonly commandTimeoutMs: number;
+  private readonly maxBlockingClients: number;
+  private readonly reportError: (error: Error) => void;
+  /** Every blocking client opened; the idle ones; the reads waiting for one. */
+  private readonly blockingClients: Redis[] = [];
+  private readonly idleBlockingClients: Redis[] = [];
+  private readonly blockingTurns: ((client: Redis) => void)[] = [];
 
   public constructor(settings: CacheConnectionSettings, options: RedisConnectionOptions) {
     this.tokens =
@@ -131,6 +147,8 @@ export class RedisConnection {
         ? new IamTokenSource(settings.iam, options.credentials ?? fromEnv(), options.clock)
         : undefined;
     this.connectTimeoutMs = options.connectTimeoutMs ?? Math.max(1000, 4 * options.commandTimeoutMs);
+    this.commandTimeoutMs = options.commandTimeoutMs;
+    this.maxBlockingClients = Math.max(1, options.maxBlockingClients ?? DEFAULT_MAX_BLOCKING_CLIENTS);
     // disconnectTimeout is read by ioredis but missing from its types: how long a closing socket
     // may linger before it is destroyed (default 2 s, which keeps a test process alive).
     const common: RedisOptions & { disconnectTimeout: number } = {
@@ -161,13 +179,14 @@ export class RedisConnection {
     const onError = options.onError ?? ((): void => undefined);
     const interval = options.errorReportIntervalMs ?? 10_000;
     let lastReportMs = Number.NEGATIVE_INFINITY;
-    // Without a listener ioredis prints every connection error to the console.
-    this.client.on('error', (error: Error) => {
+    this.reportError = (error: Error): void => {
       const now = Date.now();
       if (now - lastReportMs < interval) return;
       lastReportMs = now;
       onError(error);
-    });
+    };
+    // Without a listener ioredis prints every connection error to the console.
+    this.client.on('error', this.reportError);
   }
 
   /**
@@ -177,44 +196,105 @@ export class RedisConnection {
    * @throws CacheUnavailableError when no token can be signed.
    */
   public async ready(): Promise<void> {
-    if (this.tokens?.isStale() === true) {
-      try {
-        this.client.options.password = await this.tokens.token();
-      } catch (error) {
-        throw new CacheUnavailableError('could not sign an ElastiCache IAM token', { cause: error });
-      }
-    }
-    if (this.client.status === 'ready') return;
-    this.firstConnect ??= this.connectOnce();
-    await this.firstConnect;
+    await this.refreshToken();
+    await this.connected(this.client);
   }
 
-  /** Closes the connection. */
+  /**
+   * Runs `read`, a blocking command (XREAD BLOCK), on a connection of its own, and keeps that
+   * connection for the next one. Why not the shared client: Redis answers a connection's commands
+   * in order, so every other command of this process would queue behind the block (the order
+   * reader's other reads included), and the shared client's commandTimeout would kill a block
+   * longer than it. Why several: one blocked connection serves one wait at a time, so waits on
+   * different keys each take one (a Lambda instance serves one invocation at a time, so it
+   * usually opens one); past maxBlockingClients they wait their turn. These connections have no
+   * commandTimeout: ioredis ends a blocking command that outlives its BLOCK by more than a
+   * commandTimeout (blockingTimeout), as if it had timed out, so a lost Redis cannot hang a wait.
+   * @throws CacheUnavailableError when no token can be signed.
+   */
+  public async withBlockingClient<R>(read: (client: Redis) => Promise<R>): Promise<R> {
+    await this.refreshToken();
+    const client = await this.blockingClient();
+    try {
+      await this.connected(client);
+      return await read(client);
+    } finally {
+      const next = this.blockingTurns.shift();
+      if (next === undefined) this.idleBlockingClients.push(client);
+      else next(client);
+    }
+  }
+
+  /** Closes the connection and those of its blocking reads. */
   public async close(): Promise<void> {
-    if (this.client.status === 'ready') {
-      try {
-        await this.client.quit();
-        return;
-      } catch {
-        // fall through to a hard disconnect
-      }
-    }
-    this.client.disconnect();
+    await Promise.all([this.client, ...this.blockingClients].map((client) => closeClient(client)));
   }
 
-  private connectOnce(): Promise<void> {
+  /** Replaces a stale IAM token on every client, so that each authenticates when it (re)connects. */
+  private async refreshToken(): Promise<void> {
+    if (this.tokens?.isStale() !== true) return;
+    let token: string;
+    try {
+      token = await this.tokens.token();
+    } catch (error) {
+      throw new CacheUnavailableError('could not sign an ElastiCache IAM token', { cause: error });
+    }
+    for (const client of [this.client, ...this.blockingClients]) client.options.password = token;
+  }
+
+  private blockingClient(): Promise<Redis> {
+    const idle = this.idleBlockingClients.pop();
+    if (idle !== undefined) return Promise.resolve(idle);
+    if (this.blockingClients.length >= this.maxBlockingClients) {
+      return new Promise((resolve) => this.blockingTurns.push(resolve));
+    }
+    // A duplicate has the shared client's options (endpoint, TLS, user, current token).
+    const client = this.client.duplicate({
+      commandTimeout: undefined,
+      blockingTimeout: this.commandTimeoutMs,
+      blockingTimeoutGrace: this.commandTimeoutMs,
+    });
+    client.on('error', this.reportError);
+    this.blockingClients.push(client);
+    return Promise.resolve(client);
+  }
+
+  /** On first use, waits for `client`'s first connection for at most connectTimeoutMs. */
+  private async connected(client: Redis): Promise<void> {
+    if (client.status === 'ready') return;
+    let first = this.firstConnects.get(client);
+    if (first === undefined) {
+      first = this.connectOnce(client);
+      this.firstConnects.set(client, first);
+    }
+    await first;
+  }
+
+  private connectOnce(client: Redis): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        this.client.off('ready', done);
+        client.off('ready', done);
         resolve();
       };
       const timer = setTimeout(done, this.connectTimeoutMs);
-      this.client.once('ready', done);
+      client.once('ready', done);
       // A failure is reported on 'error' and retried by the retry strategy.
-      if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+      if (client.status === 'wait') client.connect().catch(() => undefined);
     });
   }
+}
+
+async function closeClient(client: Redis): Promise<void> {
+  if (client.status === 'ready') {
+    try {
+      await client.quit();
+      return;
+    } catch {
+      // fall through to a hard disconnect
+    }
+  }
+  client.disconnect();
 }
 
 /** Opens (lazily) the connection described by `settings`. */

@@ -1,6 +1,8 @@
 /**
  * VersionedCache over Redis/Valkey (ioredis). The version checks run in Lua scripts, so a check
- * and its write are one atomic step; every script touches one key, so it runs on a cluster too.
+ * and its write are one atomic step. Every key a script touches is in its KEYS, and a script's
+ * keys share one hash slot (an entry, its load lock and its landing signal share the entry's hash
+ * tag: lib/core/cache-keys.ts), so each runs on a cluster too.
  *
  * An entry is stored as one string: `v:<version>:<json>` for a value, `t:<version>:` for a
  * tombstone. The rules are the core's (admitsValue / admitsTombstone); the scripts mirror them and
@@ -8,8 +10,18 @@
  * Every Redis failure (timeout, connection lost, error reply) becomes CacheUnavailableError.
  */
 import type { ChainableCommander, default as Redis } from 'ioredis';
+import { landingSignalKey, loadLockKey } from '../../core/cache-keys';
 import { CacheUnavailableError } from '../../core/errors';
-import type { CacheEntry, EvictingCache, PrefixEviction, PrefixEvictionOptions } from '../../core/ports';
+import type {
+  CachedValue,
+  CacheEntry,
+  EvictingCache,
+  Landing,
+  LandingMark,
+  LoadLockAttempt,
+  PrefixEviction,
+  PrefixEvictionOptions,
+} from '../../core/ports';
 
 /** Parses the kind and version of a stored entry; anything else is not ours and may be replaced. */
 const PARSE = `
@@ -41,36 +53,103 @@ redis.call('SET', KEYS[1], 't:' .. ARGV[1] .. ':', 'PX', ARGV[2])
 return 1
 `;
 
-/** KEYS[1] lock; ARGV token. Deletes the lock only for its owner. */
-const UNLOCK = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+/*
+ * How a stampede's waiters are woken when the value lands (C4), within what ElastiCache Serverless
+ * for Valkey accepts:
+ * - https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/SupportedCommands.html: XADD,
+ *   XREVRANGE and XREAD ("blocks until a message is available otherwise") are supported, as are
+ *   BLPOP and its kin, PUBLISH/SUBSCRIBE (run as sharded pub/sub) and SPUBLISH/SSUBSCRIBE, and
+ *   EVAL/EVALSHA; FUNCTION/FCALL, PSUBSCRIBE, CLIENT UNBLOCK and MONITOR are not.
+ * - https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/RedisConfiguration.html: a serverless
+ *   cache is always cluster mode (cluster-enabled yes) and has no keyspace events.
+ * - https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/BestPractices.Clients.Redis.LuaScripts.html:
+ *   a script must be given its keys ("Lua scripts without any input keys are not supported"),
+ *   and cluster mode refuses a script whose keys lie in different hash slots (CROSSSLOT).
+ * So a landing is an entry XADDed to a per-key stream (MAXLEN 1, with a PEXPIRE) by the script
+ * that releases the load lock, and a waiter blocks in XREAD. XREAD wakes every reader blocked on
+ * the stream, where BLPOP wakes one; and a stream keeps the landing, where a PUBLISH before the
+ * waiter's SUBSCRIBE is lost. The failed lock attempt returns the stream's last id in the same
+ * script, and the waiter reads after that id: a landing between its attempt and its XREAD is
+ * returned at once, never missed. The landing carries the entry as the releasing script read it,
+ * so a waiter needs no GET after it (a tombstone written before the release is what it carries).
+ */
+
+/** Returns a stored entry if it is a value, else '' (a tombstone, nothing, or not ours). */
+const VALUE_OF = `
+local function value_of(raw)
+  if raw and string.sub(raw, 1, 2) == 'v:' then return raw end
+  return ''
+end
 `;
 
-/** KEYS[1] entry. Deletes a cached value; keeps tombstones (they still fence in-flight reads) and anything else. */
+/**
+ * KEYS[1] entry, KEYS[2] lock, KEYS[3] landing signal; ARGV token, ttlMs. Takes the lock if it
+ * is free; returns {1 if taken, the signal's last id ('0-0' for none: every later entry is after
+ * it) when not, the entry if it holds a value}.
+ */
+const TRY_LOAD_LOCK = `${VALUE_OF}
+local found = value_of(redis.call('GET', KEYS[1]))
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, '', found} end
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+if last then return {0, last[1], found} end
+return {0, '0-0', found}
+`;
+
+/**
+ * KEYS[1] entry, KEYS[2] lock, KEYS[3] landing signal; ARGV token, signalTtlMs. Deletes the lock
+ * only for its owner, then signals a landing either way (the caller's write-back is over), with
+ * the entry if it holds a value.
+ */
+const RELEASE_LOAD_LOCK = `${VALUE_OF}
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+redis.call('XADD', KEYS[3], 'MAXLEN', '1', '*', 'entry', value_of(redis.call('GET', KEYS[1])))
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+return 1
+`;
+
+/**
+ * KEYS[1] entry; ARGV[1] '1' for a dry run. Deletes a cached value (a dry run only says it would);
+ * keeps tombstones (they still fence in-flight reads), locks, landing signals and anything else.
+ */
 const EVICT_VALUE = `
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return 0 end
 local raw = redis.call('GET', KEYS[1])
-if raw and string.sub(raw, 1, 2) == 'v:' then return redis.call('DEL', KEYS[1]) end
-return 0
+if not raw or string.sub(raw, 1, 2) ~= 'v:' then return 0 end
+if ARGV[1] == '1' then return 1 end
+return redis.call('DEL', KEYS[1])
 `;
 
 interface TenangScripts {
   tenangPutIfNewer(key: string, version: string, json: string, ttlMs: string): Promise<number>;
   tenangFence(key: string, version: string, ttlMs: string): Promise<number>;
-  tenangUnlock(key: string, token: string): Promise<number>;
-  tenangEvictValue(key: string): Promise<number>;
+  tenangTryLoadLock(
+    entry: string,
+    lock: string,
+    signal: string,
+    token: string,
+    ttlMs: string,
+  ): Promise<[0 | 1, string, string]>;
+  tenangReleaseLoadLock(
+    entry: string,
+    lock: string,
+    signal: string,
+    token: string,
+    signalTtlMs: string,
+  ): Promise<number>;
+  tenangEvictValue(key: string, dryRun: '0' | '1'): Promise<number>;
 }
 
 /** A script queued on a pipeline returns the pipeline. */
 interface TenangPipeline {
-  tenangEvictValue(key: string): ChainableCommander;
+  tenangEvictValue(key: string, dryRun: '0' | '1'): ChainableCommander;
 }
 
-const SCRIPTS: Readonly<Record<keyof TenangScripts, string>> = {
-  tenangPutIfNewer: PUT_IF_NEWER,
-  tenangFence: FENCE,
-  tenangUnlock: UNLOCK,
-  tenangEvictValue: EVICT_VALUE,
+const SCRIPTS: Readonly<Record<keyof TenangScripts, { readonly keys: number; readonly lua: string }>> = {
+  tenangPutIfNewer: { keys: 1, lua: PUT_IF_NEWER },
+  tenangFence: { keys: 1, lua: FENCE },
+  tenangTryLoadLock: { keys: 3, lua: TRY_LOAD_LOCK },
+  tenangReleaseLoadLock: { keys: 3, lua: RELEASE_LOAD_LOCK },
+  tenangEvictValue: { keys: 1, lua: EVICT_VALUE },
 };
 
 /** Decodes a stored entry; undefined for anything that is not one (foreign or corrupt data). */
@@ -94,23 +173,36 @@ function versionArg(version: number): string {
   return String(version);
 }
 
-/** Options of RedisCache. */
-export interface RedisCacheOptions {
-  /** Runs before every command (RedisConnection.ready: first connect, IAM token refresh). @default none */
-  readonly ready?: () => Promise<void>;
+/** `{ found }` when `raw` is a stored value, else nothing. */
+function foundValue(raw: string | null | undefined): { found?: CachedValue } {
+  const entry = decodeEntry(raw === undefined || raw === '' ? null : raw);
+  return entry?.kind === 'value' ? { found: entry } : {};
+}
+
+function ttlArg(ttlMs: number): string {
+  return String(Math.max(1, Math.round(ttlMs)));
+}
+
+/** What RedisCache runs on: a RedisConnection (lib/adapters/redis/connect.ts). */
+export interface RedisCacheConnection {
+  /** The shared client. */
+  readonly client: Redis;
+  /** Runs before every command on the shared client (first connect, IAM token refresh). */
+  ready(): Promise<void>;
+  /** Runs a blocking read on a connection of its own (a wait for a landing). */
+  withBlockingClient<R>(read: (client: Redis) => Promise<R>): Promise<R>;
 }
 
 /** Redis-backed VersionedCache. */
 export class RedisCache implements EvictingCache {
   private readonly redis: Redis & TenangScripts;
-  private readonly ready: () => Promise<void>;
 
-  public constructor(client: Redis, options: RedisCacheOptions = {}) {
-    for (const [name, lua] of Object.entries(SCRIPTS)) {
-      if (!(name in client)) client.defineCommand(name, { numberOfKeys: 1, lua });
+  public constructor(private readonly connection: RedisCacheConnection) {
+    const client = connection.client;
+    for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) {
+      if (!(name in client)) client.defineCommand(name, { numberOfKeys: keys, lua });
     }
     this.redis = client as Redis & TenangScripts;
-    this.ready = options.ready ?? ((): Promise<void> => Promise.resolve());
   }
 
   public get(key: string): Promise<CacheEntry | undefined> {
@@ -126,32 +218,58 @@ export class RedisCache implements EvictingCache {
     const json = JSON.stringify(value);
     const v = versionArg(version);
     return this.call('put-if-newer', async () =>
-      (await this.redis.tenangPutIfNewer(key, v, json, String(Math.max(1, Math.round(ttlMs))))) === 1
-        ? 'written'
-        : 'fenced',
+      (await this.redis.tenangPutIfNewer(key, v, json, ttlArg(ttlMs))) === 1 ? 'written' : 'fenced',
     );
   }
 
   public async fence(key: string, version: number, ttlMs: number): Promise<'fenced' | 'superseded'> {
     const v = versionArg(version);
     return this.call('fence', async () =>
-      (await this.redis.tenangFence(key, v, String(Math.max(1, Math.round(ttlMs))))) === 1
-        ? 'fenced'
-        : 'superseded',
+      (await this.redis.tenangFence(key, v, ttlArg(ttlMs))) === 1 ? 'fenced' : 'superseded',
     );
   }
 
-  public tryLock(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.call(
-      'lock',
-      async () => (await this.redis.set(key, token, 'PX', Math.max(1, Math.round(ttlMs)), 'NX')) === 'OK',
-    );
-  }
-
-  public unlock(key: string, token: string): Promise<void> {
-    return this.call('unlock', async () => {
-      await this.redis.tenangUnlock(key, token);
+  public tryLoadLock(key: string, token: string, ttlMs: number): Promise<LoadLockAttempt> {
+    return this.call('lock', async (): Promise<LoadLockAttempt> => {
+      const [acquired, since, raw] = await this.redis.tenangTryLoadLock(
+        key,
+        loadLockKey(key),
+        landingSignalKey(key),
+        token,
+        ttlArg(ttlMs),
+      );
+      const found = foundValue(raw);
+      return acquired === 1 ? { acquired: true, ...found } : { acquired: false, since, ...found };
     });
+  }
+
+  public releaseLoadLock(key: string, token: string, signalTtlMs: number): Promise<void> {
+    return this.call('unlock', async () => {
+      await this.redis.tenangReleaseLoadLock(
+        key,
+        loadLockKey(key),
+        landingSignalKey(key),
+        token,
+        ttlArg(signalTtlMs),
+      );
+    });
+  }
+
+  public waitForLanding(key: string, since: LandingMark, timeoutMs: number): Promise<Landing> {
+    const deadline = Date.now() + timeoutMs;
+    return this.call('wait', () =>
+      this.connection.withBlockingClient(async (client): Promise<Landing> => {
+        // The time spent waiting for a free blocking connection counts.
+        const blockMs = Math.ceil(deadline - Date.now());
+        if (blockMs < 1) return { landed: false };
+        const read = await client.xread('BLOCK', blockMs, 'STREAMS', landingSignalKey(key), since);
+        if (read === null) return { landed: false };
+        // [[stream, [[id, ['entry', raw]], …]]]: MAXLEN 1 leaves the latest landing only.
+        const fields = read[0]?.[1].at(-1)?.[1] ?? [];
+        const at = fields.indexOf('entry');
+        return { landed: true, ...foundValue(at < 0 ? undefined : fields[at + 1]) };
+      }),
+    );
   }
 
   /**
@@ -174,17 +292,14 @@ export class RedisCache implements EvictingCache {
       const targets = options.keep === undefined ? keys : keys.filter((key) => !options.keep?.has(key));
       if (targets.length > 0) {
         const pipeline = this.redis.pipeline();
-        for (const key of targets) {
-          if (options.dryRun === true) pipeline.get(key);
-          else (pipeline as ChainableCommander & TenangPipeline).tenangEvictValue(key);
-        }
+        const dryRun = options.dryRun === true ? '1' : '0';
+        for (const key of targets)
+          (pipeline as ChainableCommander & TenangPipeline).tenangEvictValue(key, dryRun);
         const results = await this.call('evict', () => pipeline.exec());
         for (const [error, reply] of results ?? []) {
           if (error !== null)
             throw new CacheUnavailableError(`Redis evict failed: ${error.message}`, { cause: error });
-          // A dry run counts what EVICT_VALUE would delete: cached values only.
-          if (options.dryRun === true ? typeof reply === 'string' && reply.startsWith('v:') : reply === 1)
-            evicted += 1;
+          if (reply === 1) evicted += 1;
         }
       }
       options.onBatch?.({ scanned, evicted });
@@ -193,7 +308,7 @@ export class RedisCache implements EvictingCache {
   }
 
   private async call<R>(operation: string, command: () => Promise<R>): Promise<R> {
-    await this.ready();
+    await this.connection.ready();
     try {
       return await command();
     } catch (error) {

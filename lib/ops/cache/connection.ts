@@ -74,7 +74,7 @@ export async function runDirect(
       {
         stage: ctx.stage,
         settings: ctx.config.stage.cache,
-        cache: new RedisCache(connection.client, { ready: () => connection.ready() }),
+        cache: new RedisCache(connection),
         source: () => discoverEntitySource(ctx),
         progress: (what) => progressPrinter(ctx.err, ctx.now, what),
         random: Math.random,

@@ -30,8 +30,8 @@ export function entityOfStageKey(stage: string, key: string, entities: readonly 
         ? 'none is declared in stage.cache.entities'
         : entities.map((e) => cacheKeyOf(keyspace, { entity: e.name, id: '<id>' })).join(', ');
     throw new UsageError(
-      `--key ${key} is not the key of a cached entity (${examples}); load locks expire by ` +
-        'themselves; use --prefix for anything else',
+      `--key ${key} is not the key of a cached entity (${examples}); load locks and ` +
+        'landing signals expire by themselves; use --prefix for anything else',
     );
   }
   return ref;

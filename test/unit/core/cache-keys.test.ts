@@ -5,6 +5,7 @@ import {
   entityPrefix,
   InvalidEntityImageError,
   keysForEntityChange,
+  landingSignalKey,
   loadLockKey,
   type CachedEntity,
 } from '../../../lib/core/cache-keys';
@@ -28,6 +29,19 @@ describe('Function: entityCacheKey', () => {
     expect(key).toBe(`tenang:dev:${CACHE_SCHEMA_VERSION}:order:{ord-1}`);
     expect(key.startsWith(entityPrefix(KS, 'order'))).toBe(true);
     expect(loadLockKey(key)).toBe(`${key}:lock`);
+  });
+
+  it('when its load lock and landing signal are keyed, they carry the same hash tag: one slot of a clustered cache, so one script may touch all three', () => {
+    // Prepare: Redis Cluster hashes only what the first {…} holds, when it holds something.
+    const hashed = (k: string): string => /^[^{]*\{([^}]+)\}/.exec(k)?.[1] ?? k;
+    const key = orderCacheKey(KS, 'ord-1');
+
+    // Act
+    const tags = [key, loadLockKey(key), landingSignalKey(key)].map(hashed);
+
+    // Assess
+    expect(tags).toEqual(['ord-1', 'ord-1', 'ord-1']);
+    expect(landingSignalKey(key)).not.toBe(loadLockKey(key));
   });
 
   it('when two stages share a Redis, their keys never collide', () => {

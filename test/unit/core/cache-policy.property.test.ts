@@ -1,9 +1,10 @@
 /**
  * C3 as a property: whatever the interleaving of reads (look up → load an old version → write
- * back), commits and invalidations (including redelivered stream records), the cache never holds
- * a value older than the newest invalidation, and once every invalidation is applied it holds
- * nothing older than the source of truth. fast-check's scheduler decides the order of every
- * cache command, load and commit.
+ * back, or wait for another process's landing), commits and invalidations (including redelivered
+ * stream records), the cache never holds a value older than the newest invalidation, a read never
+ * returns a version older than an invalidation applied before its flight began, and once every
+ * invalidation is applied the cache holds nothing older than the source of truth. fast-check's
+ * scheduler decides the order of every cache command, load, commit and wait's expiry.
  */
 import fc from 'fast-check';
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
@@ -23,12 +24,11 @@ const CODEC: CachedEntityCodec<Doc> = {
   parse: (raw) => (typeof (raw as Doc | null)?.version === 'number' ? (raw as Doc) : undefined),
   version: (doc) => doc.version,
 };
-// A short lock so waiters give up and load by themselves within a few scheduled polls.
+// A short lock so waiters give up and load by themselves when the scheduler lets their wait run out.
 const SETTINGS: CachePolicySettings = {
   ttlSeconds: 300,
   ttlJitterRatio: 0.2,
   loadLockMs: 40,
-  pollIntervalMs: 10,
 };
 const KEY = 'prop:doc:{1}';
 const PROCESSES = 3;
@@ -43,6 +43,9 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   fc.record({ kind: fc.constant('read' as const), process: fc.nat(PROCESSES - 1) }),
   fc.record({ kind: fc.constant('redeliver' as const), index: fc.nat(20) }),
 );
+
+/** Resolves after `ms` on the run's clock: the scheduler decides when. */
+type Sleep = (ms: number) => Promise<void>;
 
 /** A cache whose write-back ignores versions: what the property must catch. */
 class UnfencedCache extends InMemoryVersionedCache {
@@ -69,10 +72,17 @@ interface RunResult {
 async function run(
   s: fc.Scheduler,
   actions: readonly Action[],
-  makeCache: (nowMs: () => number) => InMemoryVersionedCache,
+  makeCache: (nowMs: () => number, sleep: Sleep) => InMemoryVersionedCache,
 ): Promise<RunResult> {
   let now = 0;
-  const memory = makeCache(() => now);
+  // A wait for a landing runs out of time when the scheduler says, moving the clock.
+  const memory = makeCache(
+    () => now,
+    (ms) =>
+      s.schedule(Promise.resolve('timeout')).then(() => {
+        now += ms;
+      }),
+  );
   let db: Doc = { version: 0 };
   const committed: number[] = [];
   let newestInvalidation = -1;
@@ -101,8 +111,9 @@ async function run(
         newestInvalidation = Math.max(newestInvalidation, version);
         return result;
       }),
-    tryLock: (key, token, ttl) => step('lock', () => memory.tryLock(key, token, ttl)),
-    unlock: (key, token) => step('unlock', () => memory.unlock(key, token)),
+    tryLoadLock: (key, token, ttl) => step('lock', () => memory.tryLoadLock(key, token, ttl)),
+    releaseLoadLock: (key, token, ttl) => step('unlock', () => memory.releaseLoadLock(key, token, ttl)),
+    waitForLanding: (key, since, timeout) => step('wait', () => memory.waitForLanding(key, since, timeout)),
   };
   const processes = Array.from(
     { length: PROCESSES },
@@ -111,16 +122,31 @@ async function run(
         cache,
         clock: () => new Date(now),
         random: () => 0.5,
-        sleep: (ms) =>
-          s.schedule(Promise.resolve('sleep')).then(() => {
-            now += ms;
-          }),
       }),
   );
   // The loader reads the source of truth at the moment the scheduler lets it.
   const load = (): Promise<Doc> => s.schedule(Promise.resolve('load')).then(() => db);
   const deliver = (version: number): Promise<unknown> =>
     invalidateKeys(cache, [{ key: KEY, version }], SETTINGS);
+  // A read joins its process's flight if one is running (and may get that flight's older value,
+  // by design): what it must not go below is the newest invalidation when the flight began.
+  const pending = Array.from({ length: PROCESSES }, () => 0);
+  const flightFloor = Array.from({ length: PROCESSES }, () => -1);
+  const read = async (p: number): Promise<unknown> => {
+    if (pending[p] === 0) flightFloor[p] = newestInvalidation;
+    const floor = flightFloor[p] ?? -1;
+    pending[p] = (pending[p] ?? 0) + 1;
+    try {
+      const result = await processes[p]?.read(KEY, load);
+      const version = result?.value?.version;
+      if (version !== undefined && version < floor) {
+        violations.push(`a read returned v${version} after invalidation v${floor} was applied`);
+      }
+      return result;
+    } finally {
+      pending[p] = (pending[p] ?? 1) - 1;
+    }
+  };
 
   const tasks = actions.map((a) =>
     s.schedule(Promise.resolve(a.kind)).then(async (): Promise<unknown> => {
@@ -136,7 +162,7 @@ async function run(
             ? undefined
             : deliver(committed[a.index % committed.length] as number);
         case 'read':
-          return processes[a.process]?.read(KEY, load);
+          return read(a.process);
       }
     }),
   );
@@ -148,7 +174,6 @@ async function run(
     cache: memory,
     clock: () => new Date(now),
     random: () => 0.5,
-    sleep: () => Promise.resolve(),
   });
   const freshRead = (await fresh.read(KEY, () => Promise.resolve(db))).value?.version;
   return { violations, final: memory.peek(KEY), latest: db.version, freshRead };
@@ -162,7 +187,11 @@ describe('Property: no stale value survives an invalidation (C3)', () => {
         fc.array(action, { minLength: 1, maxLength: 30 }),
         async (s, actions) => {
           // Act
-          const result = await run(s, actions, (nowMs) => new InMemoryVersionedCache(nowMs));
+          const result = await run(
+            s,
+            actions,
+            (nowMs, sleep) => new InMemoryVersionedCache(nowMs, { sleep }),
+          );
 
           // Assess
           expect(result.violations).toEqual([]);
@@ -181,7 +210,7 @@ describe('Property: no stale value survives an invalidation (C3)', () => {
         fc.scheduler(),
         fc.array(action, { minLength: 1, maxLength: 30 }),
         async (s, actions) => {
-          const result = await run(s, actions, (nowMs) => new UnfencedCache(nowMs));
+          const result = await run(s, actions, (nowMs, sleep) => new UnfencedCache(nowMs, { sleep }));
           return result.violations.length === 0 && result.freshRead === result.latest;
         },
       ),

@@ -1,5 +1,4 @@
 import { InMemoryVersionedCache } from '../../../harness/fakes/memory-versioned-cache';
-import { loadLockKey } from '../../../lib/core/cache-keys';
 import {
   admitsTombstone,
   admitsValue,
@@ -7,7 +6,6 @@ import {
   invalidateKeys,
   tombstoneTtlMs,
   ttlWithJitterMs,
-  waitBeforeLookMs,
   type CachedEntityCodec,
   type CachePolicyEvent,
   type CachePolicySettings,
@@ -35,18 +33,52 @@ const SETTINGS: CachePolicySettings = {
   ttlSeconds: 300,
   ttlJitterRatio: 0.2,
   loadLockMs: 2_000,
-  pollIntervalMs: 10,
 };
 const KEY = 'tenang:unit:v1:doc:{d-1}';
 
-/** A fake clock that only moves when the policy sleeps, so waiting is deterministic. */
+/**
+ * A fake clock that moves only when the test advances it, and the timers of the cache's waits
+ * on it, so a wait runs out of time exactly when the test says.
+ */
 class FakeTime {
   public nowMs = 1_000_000;
+  private timers: { readonly atMs: number; readonly fire: () => void }[] = [];
   public readonly clock = (): Date => new Date(this.nowMs);
-  public readonly sleep = (ms: number): Promise<void> => {
+  public readonly sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      this.timers.push({ atMs: this.nowMs + ms, fire: resolve });
+    });
+
+  /** Moves the clock and fires the timers that are due. */
+  public advance(ms: number): void {
     this.nowMs += ms;
-    return Promise.resolve();
+    const due = this.timers.filter((t) => t.atMs <= this.nowMs);
+    this.timers = this.timers.filter((t) => t.atMs > this.nowMs);
+    for (const timer of due) timer.fire();
+  }
+
+  /** A cache whose TTLs and waits run on this clock. */
+  public cache(): InMemoryVersionedCache {
+    return new InMemoryVersionedCache(() => this.nowMs, { sleep: this.sleep });
+  }
+}
+
+/** `cache` with some of its methods replaced, to stage a race around them. */
+function around(cache: VersionedCache, replaced: Partial<VersionedCache>): VersionedCache {
+  return {
+    get: (...args) => cache.get(...args),
+    putIfNewer: (...args) => cache.putIfNewer(...args),
+    fence: (...args) => cache.fence(...args),
+    tryLoadLock: (...args) => cache.tryLoadLock(...args),
+    releaseLoadLock: (...args) => cache.releaseLoadLock(...args),
+    waitForLanding: (...args) => cache.waitForLanding(...args),
+    ...replaced,
   };
+}
+
+/** Lets every promise that can settle do so. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A promise the test resolves when it wants. */
@@ -71,31 +103,9 @@ function policy(
     cache,
     clock: time.clock,
     random: options.random ?? ((): number => 0.5),
-    sleep: time.sleep,
     onEvent: (event) => options.events?.push(event),
   });
 }
-
-describe('Function: waitBeforeLookMs', () => {
-  it('when attempts grow, the ceiling doubles from the first pause up to the longest', () => {
-    // Act
-    const ceilings = [0, 1, 2, 3, 4, 5, 6].map((attempt) => waitBeforeLookMs(attempt, 10, 250, () => 1));
-
-    // Assess
-    expect(ceilings).toEqual([10, 20, 40, 80, 160, 250, 250]);
-  });
-
-  it('when random varies, the pause stays within the upper half of its ceiling (equal jitter)', () => {
-    // Act
-    const low = waitBeforeLookMs(3, 10, 250, () => 0);
-    const high = waitBeforeLookMs(3, 10, 250, () => 0.999);
-
-    // Assess
-    expect(low).toBe(40);
-    expect(high).toBeGreaterThan(79);
-    expect(high).toBeLessThan(80);
-  });
-});
 
 describe('Function: ttlWithJitterMs', () => {
   it('when random is 0, it is the base TTL; when random approaches 1, it approaches TTL × (1 + ratio)', () => {
@@ -176,7 +186,7 @@ describe('Class: CacheAside', () => {
     it('when the cache holds the value, it returns a hit without calling the loader', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       await cache.putIfNewer(KEY, 4, doc(4), 60_000);
       const load = jest.fn(() => Promise.resolve(doc(5)));
 
@@ -191,7 +201,7 @@ describe('Class: CacheAside', () => {
     it('when the key is absent, it loads, writes back with a jittered TTL and the next read is a hit', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const put = jest.spyOn(cache, 'putIfNewer');
       const load = jest.fn(() => Promise.resolve(doc(2)));
       const reader = policy(cache, time, { random: () => 0.5 });
@@ -210,7 +220,7 @@ describe('Class: CacheAside', () => {
     it('when the value was written back, it expires after its jittered TTL and is loaded again', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const load = jest.fn(() => Promise.resolve(doc(2)));
       const reader = policy(cache, time, { random: () => 0 });
       await reader.read(KEY, load);
@@ -229,7 +239,7 @@ describe('Class: CacheAside', () => {
     it('when the key holds a tombstone, it is a miss and the loaded version replaces the tombstone', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       await cache.fence(KEY, 5, 60_000);
 
       // Act
@@ -243,7 +253,7 @@ describe('Class: CacheAside', () => {
     it('when the cached value does not parse (an old format), it is a miss', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       await cache.putIfNewer(KEY, 1, { legacy: true }, 60_000);
 
       // Act
@@ -256,7 +266,7 @@ describe('Class: CacheAside', () => {
     it('when the loader finds nothing, it returns undefined and writes nothing', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
 
       // Act
       const read = await policy(cache, time).read(KEY, () => Promise.resolve(undefined));
@@ -270,7 +280,7 @@ describe('Class: CacheAside', () => {
     it('when a loaded version is older than a tombstone written meanwhile, the write-back is refused and reported', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const events: CachePolicyEvent[] = [];
       const loaded = deferred<Doc>();
       const reading = policy(cache, time, { events }).read(KEY, () => loaded.promise);
@@ -290,7 +300,7 @@ describe('Class: CacheAside', () => {
     it('when a read starts after an invalidation completed, it returns the new version', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       let stored = doc(1);
       const reader = policy(cache, time);
       await reader.read(KEY, () => Promise.resolve(stored));
@@ -307,7 +317,7 @@ describe('Class: CacheAside', () => {
     it('when many reads of one key run at once in a process, they share one cache look-up and one load', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const loaded = deferred<Doc>();
       const load = jest.fn(() => loaded.promise);
       const reader = policy(cache, time);
@@ -326,7 +336,7 @@ describe('Class: CacheAside', () => {
     it('when the shared load fails, every waiting read fails and the next read loads again', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const reader = policy(cache, time);
       const failing = jest.fn(() => Promise.reject(new Error('dynamodb down')));
 
@@ -338,112 +348,237 @@ describe('Class: CacheAside', () => {
       expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
       expect(failing).toHaveBeenCalledTimes(1);
       expect(retry.source).toBe('miss');
-      expect(cache.peek(loadLockKey(KEY))).toBeUndefined();
+      expect(await cache.tryLoadLock(KEY, 'next', 1_000)).toMatchObject({ acquired: true });
     });
 
-    it('when another process holds the load lock, it waits for that value instead of loading', async () => {
-      // Prepare
+    it('when another process holds the load lock, the waiter is woken when the value lands and is handed it, without a load, a pause or another look', async () => {
+      // Prepare: the holder's load takes 200 ms of the fake clock.
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       const loaded = deferred<Doc>();
-      const winnerLoad = jest.fn(() => loaded.promise);
+      const holderLoad = jest.fn(() => loaded.promise);
       const waiterLoad = jest.fn(() => Promise.resolve(doc(9)));
-      const winner = policy(cache, time).read(KEY, winnerLoad);
-      await new Promise((r) => setImmediate(r));
-      let polls = 0;
-      const sleep = (ms: number): Promise<void> => {
-        polls += 1;
-        // The winner finishes while the waiter polls.
-        if (polls === 3) loaded.resolve(doc(1));
-        return time.sleep(ms).then(() => new Promise((r) => setImmediate(r)));
-      };
-      const waiter = new CacheAside(SETTINGS, CODEC, { cache, clock: time.clock, random: () => 0.1, sleep });
+      const holding = policy(cache, time).read(KEY, holderLoad);
+      await settle();
+      const waiting = policy(cache, time).read(KEY, waiterLoad);
+      await settle();
+      time.advance(200);
+      const before = { ...cache.calls };
 
       // Act
-      const [won, waited] = await Promise.all([winner, waiter.read(KEY, waiterLoad)]);
+      loaded.resolve(doc(1));
+      const [held, waited] = await Promise.all([holding, waiting]);
 
       // Assess
-      expect(won).toEqual({ source: 'miss', value: doc(1) });
+      expect(held).toEqual({ source: 'miss', value: doc(1) });
       expect(waited).toEqual({ source: 'hit', value: doc(1) });
-      expect(winnerLoad).toHaveBeenCalledTimes(1);
+      expect(holderLoad).toHaveBeenCalledTimes(1);
       expect(waiterLoad).not.toHaveBeenCalled();
+      // Waking costs only the holder's release: nothing ran while the load lasted, nothing after it.
+      expect(before).toEqual({
+        get: 2,
+        putIfNewer: 0,
+        fence: 0,
+        tryLoadLock: 2,
+        releaseLoadLock: 0,
+        waitForLanding: 1,
+      });
+      expect(cache.calls).toEqual({
+        get: 2,
+        putIfNewer: 1,
+        fence: 0,
+        tryLoadLock: 2,
+        releaseLoadLock: 1,
+        waitForLanding: 1,
+      });
     });
 
-    it('when another process loads for 200 ms, the waiter looks a few times with growing pauses, not once per poll interval', async () => {
-      // Prepare: the holder's value lands 200 ms after the waiter lost the lock (20 poll intervals).
+    it('when a value lands between its miss and its lock attempt, it takes the lock, finds the value and does not load', async () => {
+      // Prepare: another process writes back and releases right after this caller's miss.
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
-      await cache.tryLock(loadLockKey(KEY), 'other-process', SETTINGS.loadLockMs);
-      const landsAt = time.nowMs + 200;
-      const commands: string[] = [];
-      const pauses: number[] = [];
-      const counted: VersionedCache = {
+      const cache = time.cache();
+      let looks = 0;
+      const racing = around(cache, {
         get: async (key) => {
-          commands.push('get');
-          if (time.nowMs >= landsAt && cache.peek(KEY) === undefined)
-            await cache.putIfNewer(KEY, 4, doc(4), 60_000);
-          return cache.get(key);
+          const entry = await cache.get(key);
+          looks += 1;
+          if (looks === 1) await cache.putIfNewer(KEY, 4, doc(4), 60_000);
+          return entry;
         },
-        putIfNewer: (...args) => (commands.push('put'), cache.putIfNewer(...args)),
-        fence: (...args) => cache.fence(...args),
-        tryLock: (...args) => (commands.push('lock'), cache.tryLock(...args)),
-        unlock: (...args) => (commands.push('unlock'), cache.unlock(...args)),
-      };
-      const load = jest.fn(() => Promise.resolve(doc(4)));
-      const waiter = new CacheAside(SETTINGS, CODEC, {
-        cache: counted,
-        clock: time.clock,
-        random: () => 0.5,
-        sleep: (ms) => (pauses.push(ms), time.sleep(ms)),
       });
+      const load = jest.fn(() => Promise.resolve(doc(9)));
 
       // Act
-      const read = await waiter.read(KEY, load);
+      const read = await policy(racing, time).read(KEY, load);
 
-      // Assess: the holder's value, no load; pauses double (equal jitter at 0.5 → ¾ of each ceiling).
+      // Assess
       expect(read).toEqual({ source: 'hit', value: doc(4) });
       expect(load).not.toHaveBeenCalled();
-      expect(pauses.slice(0, 4)).toEqual([7.5, 15, 30, 60]);
-      // Polling every 10 ms would have cost 2 commands per interval: about 40.
-      expect(commands.length).toBeLessThanOrEqual(12);
+      expect(await cache.tryLoadLock(KEY, 'next', 1_000)).toMatchObject({ acquired: true });
+    });
+
+    it('when many processes wait on one holder, one landing wakes them all and none loads', async () => {
+      // Prepare
+      const time = new FakeTime();
+      const cache = time.cache();
+      const loaded = deferred<Doc>();
+      const holding = policy(cache, time).read(KEY, () => loaded.promise);
+      await settle();
+      const load = jest.fn(() => Promise.resolve(doc(9)));
+      const waiting = Array.from({ length: 5 }, () => policy(cache, time).read(KEY, load));
+      await settle();
+      const blocked = cache.waiting(KEY);
+
+      // Act
+      loaded.resolve(doc(2));
+      const reads = await Promise.all([holding, ...waiting]);
+
+      // Assess
+      expect(blocked).toBe(5);
+      expect(reads.slice(1)).toEqual(Array.from({ length: 5 }, () => ({ source: 'hit', value: doc(2) })));
+      expect(load).not.toHaveBeenCalled();
+      expect(cache.waiting(KEY)).toBe(0);
+    });
+
+    it('when the value lands between a waiter losing the lock and its wait, the wait returns at once', async () => {
+      // Prepare: the holder writes back and releases right after the waiter's failed attempt.
+      const time = new FakeTime();
+      const cache = time.cache();
+      await cache.tryLoadLock(KEY, 'holder', SETTINGS.loadLockMs);
+      const racing = around(cache, {
+        tryLoadLock: async (...args) => {
+          const attempt = await cache.tryLoadLock(...args);
+          await cache.putIfNewer(KEY, 4, doc(4), 60_000);
+          await cache.releaseLoadLock(KEY, 'holder', SETTINGS.loadLockMs);
+          return attempt;
+        },
+      });
+      const started = time.nowMs;
+
+      // Act
+      const read = await policy(racing, time).read(KEY, () => Promise.resolve(doc(9)));
+
+      // Assess
+      expect(read).toEqual({ source: 'hit', value: doc(4) });
+      expect(time.nowMs).toBe(started);
+    });
+
+    it('when the holder loads an old version that a tombstone fences off, the woken waiter never gets it and loads the new version itself', async () => {
+      // Prepare
+      const time = new FakeTime();
+      const cache = time.cache();
+      const loaded = deferred<Doc>();
+      const holding = policy(cache, time).read(KEY, () => loaded.promise);
+      await settle();
+      const waiterLoad = jest.fn(() => Promise.resolve(doc(2)));
+      const waiting = policy(cache, time).read(KEY, waiterLoad);
+      await settle();
+
+      // Act: an invalidation at version 2 lands while the holder still has version 1 in hand.
+      await cache.fence(KEY, 2, 60_000);
+      loaded.resolve(doc(1));
+      const [held, waited] = await Promise.all([holding, waiting]);
+
+      // Assess
+      expect(held).toEqual({ source: 'miss', value: doc(1) });
+      expect(waited).toEqual({ source: 'miss', value: doc(2) });
+      expect(waiterLoad).toHaveBeenCalledTimes(1);
+      expect(cache.peek(KEY)).toEqual({ kind: 'value', version: 2, value: doc(2) });
+    });
+
+    it("when a tombstone is written between the holder's write-back and its release, the woken waiter is not handed the old value", async () => {
+      // Prepare: an invalidation at version 2 lands just before the holder releases its lock.
+      const time = new FakeTime();
+      const cache = time.cache();
+      const invalidatedBeforeRelease = around(cache, {
+        releaseLoadLock: async (...args) => {
+          await cache.fence(KEY, 2, 60_000);
+          return cache.releaseLoadLock(...args);
+        },
+      });
+      const loaded = deferred<Doc>();
+      const holding = policy(invalidatedBeforeRelease, time).read(KEY, () => loaded.promise);
+      await settle();
+      const waiterLoad = jest.fn(() => Promise.resolve(doc(2)));
+      const waiting = policy(cache, time).read(KEY, waiterLoad);
+      await settle();
+
+      // Act
+      loaded.resolve(doc(1));
+      const [held, waited] = await Promise.all([holding, waiting]);
+
+      // Assess
+      expect(held).toEqual({ source: 'miss', value: doc(1) });
+      expect(waited).toEqual({ source: 'miss', value: doc(2) });
+      expect(cache.peek(KEY)).toEqual({ kind: 'value', version: 2, value: doc(2) });
+    });
+
+    it('when the holder finds no entity, a woken waiter takes the lock and loads by itself', async () => {
+      // Prepare
+      const time = new FakeTime();
+      const cache = time.cache();
+      const loaded = deferred<Doc | undefined>();
+      const holding = policy(cache, time).read(KEY, () => loaded.promise);
+      await settle();
+      const waiterLoad = jest.fn(() => Promise.resolve(undefined));
+      const waiting = policy(cache, time).read(KEY, waiterLoad);
+      await settle();
+
+      // Act
+      loaded.resolve(undefined);
+      const [, waited] = await Promise.all([holding, waiting]);
+
+      // Assess
+      expect(waited).toEqual({ source: 'miss', value: undefined });
+      expect(waiterLoad).toHaveBeenCalledTimes(1);
+      expect(cache.calls.tryLoadLock).toBe(3);
     });
 
     it('when the lock holder never writes, the waiter loads by itself after lockWaitMs and the read never fails', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
-      await cache.tryLock(loadLockKey(KEY), 'crashed-holder', 60_000);
+      const cache = time.cache();
+      await cache.tryLoadLock(KEY, 'crashed-holder', 60_000);
       const events: CachePolicyEvent[] = [];
       const started = time.nowMs;
+      const reading = policy(cache, time, { events }).read(KEY, () => Promise.resolve(doc(3)));
+      await settle();
+      const blocked = cache.waiting(KEY);
 
       // Act
-      const read = await policy(cache, time, { events }).read(KEY, () => Promise.resolve(doc(3)));
+      time.advance(SETTINGS.loadLockMs - 1);
+      await settle();
+      const stillWaiting = cache.waiting(KEY);
+      time.advance(1);
+      const read = await reading;
 
       // Assess
+      expect([blocked, stillWaiting]).toEqual([1, 1]);
       expect(read).toEqual({ source: 'miss', value: doc(3) });
       expect(time.nowMs - started).toBe(SETTINGS.loadLockMs);
       expect(events).toContainEqual({ kind: 'lock-wait-expired', key: KEY, waitedMs: SETTINGS.loadLockMs });
       expect(cache.peek(KEY)).toEqual({ kind: 'value', version: 3, value: doc(3) });
     });
 
-    it('when the load is done, it releases the lock it took', async () => {
+    it('when the load is done, it releases the lock it took and signals the landing for as long as a waiter may wait', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
-      const unlock = jest.spyOn(cache, 'unlock');
+      const cache = time.cache();
+      const release = jest.spyOn(cache, 'releaseLoadLock');
+      const settings = { ...SETTINGS, lockWaitMs: 1_500 };
 
       // Act
-      await policy(cache, time).read(KEY, () => Promise.resolve(doc(1)));
+      await policy(cache, time, { settings }).read(KEY, () => Promise.resolve(doc(1)));
 
       // Assess
-      expect(unlock).toHaveBeenCalledTimes(1);
-      expect(await cache.tryLock(loadLockKey(KEY), 'next', 1_000)).toBe(true);
+      expect(release).toHaveBeenCalledWith(KEY, expect.any(String), 1_500);
+      expect(await cache.tryLoadLock(KEY, 'next', 1_000)).toMatchObject({ acquired: true });
     });
 
     it('when the cache is down, it serves the loader as a bypass and writes nothing back', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       cache.down = true;
       const events: CachePolicyEvent[] = [];
 
@@ -452,15 +587,22 @@ describe('Class: CacheAside', () => {
 
       // Assess
       expect(read).toEqual({ source: 'bypass', value: doc(1) });
-      expect(cache.calls).toEqual({ get: 1, putIfNewer: 0, fence: 0, tryLock: 0, unlock: 0 });
+      expect(cache.calls).toEqual({
+        get: 1,
+        putIfNewer: 0,
+        fence: 0,
+        tryLoadLock: 0,
+        releaseLoadLock: 0,
+        waitForLanding: 0,
+      });
       expect(events).toEqual([expect.objectContaining({ kind: 'cache-unavailable', during: 'get' })]);
     });
 
     it('when the cache fails at the lock, it serves the loader as a bypass', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
-      jest.spyOn(cache, 'tryLock').mockRejectedValue(new CacheUnavailableError('timeout'));
+      const cache = time.cache();
+      jest.spyOn(cache, 'tryLoadLock').mockRejectedValue(new CacheUnavailableError('timeout'));
 
       // Act
       const read = await policy(cache, time).read(KEY, () => Promise.resolve(doc(1)));
@@ -469,10 +611,26 @@ describe('Class: CacheAside', () => {
       expect(read).toEqual({ source: 'bypass', value: doc(1) });
     });
 
+    it('when the cache fails during the wait, the waiter serves the loader as a bypass', async () => {
+      // Prepare
+      const time = new FakeTime();
+      const cache = time.cache();
+      await cache.tryLoadLock(KEY, 'other-process', 60_000);
+      jest.spyOn(cache, 'waitForLanding').mockRejectedValue(new CacheUnavailableError('connection lost'));
+      const events: CachePolicyEvent[] = [];
+
+      // Act
+      const read = await policy(cache, time, { events }).read(KEY, () => Promise.resolve(doc(1)));
+
+      // Assess
+      expect(read).toEqual({ source: 'bypass', value: doc(1) });
+      expect(events).toEqual([expect.objectContaining({ kind: 'cache-unavailable', during: 'wait' })]);
+    });
+
     it('when only the write-back fails, the loaded value is still returned as a miss', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       jest.spyOn(cache, 'putIfNewer').mockRejectedValue(new CacheUnavailableError('timeout'));
       const events: CachePolicyEvent[] = [];
 
@@ -487,7 +645,7 @@ describe('Class: CacheAside', () => {
     it('when the cache fails with anything but CacheUnavailableError, the error is a bug and propagates', async () => {
       // Prepare
       const time = new FakeTime();
-      const cache = new InMemoryVersionedCache(() => time.nowMs);
+      const cache = time.cache();
       jest.spyOn(cache, 'get').mockRejectedValue(new TypeError('bug in the adapter'));
       const load = jest.fn(() => Promise.resolve(doc(1)));
 

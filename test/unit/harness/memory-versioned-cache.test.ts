@@ -25,8 +25,9 @@ describe('Class: InMemoryVersionedCache', () => {
         down.get('k'),
         down.putIfNewer('k', 1, {}, 1000),
         down.fence('k', 1, 1000),
-        down.tryLock('l', 't', 1000),
-        down.unlock('l', 't'),
+        down.tryLoadLock('k', 't', 1000),
+        down.releaseLoadLock('k', 't', 1000),
+        down.waitForLanding('k', '0', 1000),
       ]);
 
       // Assess
