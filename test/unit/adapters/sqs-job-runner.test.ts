@@ -814,6 +814,10 @@ describe('Function: createSqsJobRunner', () => {
   });
 
   describe('when the queue is FIFO', () => {
+    /** A payment record of message group `group`. */
+    const record = (messageId: string, group: string): SQSRecord =>
+      sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
+
     it('when a record of group A fails, the later A records fail unprocessed and group B records succeed', async () => {
       // Prepare
       const runner = runnerFor(PAYMENT, {
@@ -821,8 +825,6 @@ describe('Function: createSqsJobRunner', () => {
           throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
         },
       });
-      const record = (messageId: string, group: string): SQSRecord =>
-        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
 
       // Act
       const response = await runner.run(
@@ -855,8 +857,6 @@ describe('Function: createSqsJobRunner', () => {
           return Promise.resolve({ kind: 'done' });
         },
       });
-      const record = (messageId: string, group: string): SQSRecord =>
-        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
 
       // Act
       const response = await runner.run(
@@ -883,8 +883,6 @@ describe('Function: createSqsJobRunner', () => {
           throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
         },
       });
-      const record = (messageId: string, group: string): SQSRecord =>
-        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
 
       // Act
       await runner.run(
