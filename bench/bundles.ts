@@ -5,8 +5,10 @@
  * Redis client where the handler has one: the load no code of ours can avoid); the libraries
  * floor (the bare handler plus the Powertools packages and zod it bundles); and a by-the-book
  * peer (the same handler written as the Powertools documentation shows it, bundled with
- * NodejsFunction's defaults). Ours, bare and floor are bundled with the options TenangFunction
- * gives NodejsFunction (lib/infra/defaults.ts).
+ * NodejsFunction's defaults; a job type's peer is its handler module in harness/peers/, which
+ * does the job's real work and which bench/handler-time.ts runs on real batches). Ours, bare
+ * and floor are bundled with the options TenangFunction gives NodejsFunction
+ * (lib/infra/defaults.ts).
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -217,6 +219,12 @@ type InvocationKind = PeerSpec['kind'] | 'operator';
 interface PeerSpec {
   /** What invokes it: an SQS batch, a DynamoDB stream batch, an HTTP API request, a schedule. */
   readonly kind: 'sqs' | 'stream' | 'http' | 'schedule';
+  /**
+   * A handler module written by the book that does the job's real work (harness/peers/, from
+   * the repository's root), bundled as it is; the parts below then say nothing. @default - the
+   * peer is generated from the parts it uses (peerSource), one write per job
+   */
+  readonly module?: string;
   readonly dynamodb?: boolean;
   readonly sqs?: boolean;
   readonly redis?: boolean;
@@ -232,9 +240,10 @@ interface PeerSpec {
  * cold start is compared with. A handler not listed (a team's own) has no peer.
  */
 const PEERS: Record<string, PeerSpec> = {
-  'payment-capture': { kind: 'sqs', dynamodb: true, sqs: true, idempotency: true, parameters: true },
-  'notification-send': { kind: 'sqs', dynamodb: true, sqs: true, idempotency: true, parameters: true },
-  'inventory-reserve': { kind: 'sqs', dynamodb: true, sqs: true, idempotency: true, parameters: true },
+  // The job types' peers do their real work: the handler-time bench runs them on the same batches.
+  'payment-capture': { kind: 'sqs', module: 'harness/peers/payment-capture.ts' },
+  'notification-send': { kind: 'sqs', module: 'harness/peers/notification-send.ts' },
+  'inventory-reserve': { kind: 'sqs', module: 'harness/peers/inventory-reserve.ts' },
   'outbox-relay': { kind: 'stream', dynamodb: true, sqs: true, idempotency: true, parameters: true },
   'cache-invalidator': { kind: 'stream', redis: true },
   ingress: { kind: 'http', dynamodb: true, sqs: true, idempotency: true, parameters: true },
@@ -365,6 +374,27 @@ const NODEJS_FUNCTION_DEFAULTS: BuildOptions = {
   nodePaths: [path.join(ROOT, 'node_modules')],
   logLevel: 'silent',
 };
+
+/** Where a peer bundle finds the SDK it leaves out, as Lambda's NODE_PATH finds the runtime's copy. */
+export const PEER_NODE_PATH = path.join(ROOT, 'node_modules');
+
+/**
+ * Bundles `handler`'s by-the-book peer into `dir` with NodejsFunction's defaults; returns the
+ * bundle (CommonJS: `.js` with no package.json around it), or undefined when it has no peer.
+ * It loads the SDK from PEER_NODE_PATH.
+ */
+export async function bundlePeer(handler: string, dir: string): Promise<string | undefined> {
+  const spec = PEERS[handler];
+  if (spec === undefined) return undefined;
+  let entry: string;
+  if (spec.module === undefined) {
+    entry = path.join(dir, `${handler}.peer-entry.mjs`);
+    fs.writeFileSync(entry, peerSource(spec));
+  } else entry = path.join(ROOT, spec.module);
+  const file = path.join(dir, `${handler}.peer.js`);
+  await build({ ...NODEJS_FUNCTION_DEFAULTS, entryPoints: [entry], outfile: file });
+  return file;
+}
 
 /** The first invocation's event, by what invokes the handler, with a few words for the report. */
 function firstEvent(
@@ -503,8 +533,7 @@ function handlerEnv(): NodeJS.ProcessEnv {
   const queue = 'https://sqs.us-east-1.amazonaws.com/123456789012/q';
   return {
     PATH: process.env.PATH,
-    // Where a peer finds the SDK it leaves out, as Lambda's NODE_PATH finds the runtime's copy.
-    NODE_PATH: path.join(ROOT, 'node_modules'),
+    NODE_PATH: PEER_NODE_PATH,
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'bench',
     AWS_SECRET_ACCESS_KEY: 'bench',
@@ -582,15 +611,7 @@ export async function measureBundles(opts: {
     fs.writeFileSync(floorEntry, floorSource(clients, libs));
     const floorFile = path.join(out, `${handler}.floor.mjs`);
     await build({ ...BUNDLE_OPTIONS, entryPoints: [floorEntry], outfile: floorFile });
-    const spec = PEERS[handler];
-    let peerFile: string | undefined;
-    if (spec !== undefined) {
-      const peerEntry = path.join(out, `${handler}.peer-entry.mjs`);
-      fs.writeFileSync(peerEntry, peerSource(spec));
-      // .js with no package.json around it: CommonJS, as NodejsFunction ships it.
-      peerFile = path.join(out, `${handler}.peer.js`);
-      await build({ ...NODEJS_FUNCTION_DEFAULTS, entryPoints: [peerEntry], outfile: peerFile });
-    }
+    const peerFile = await bundlePeer(handler, out);
     const first = firstEvent(kindOf(handler, entry), handler);
     const ours: ColdStart[] = [];
     const base: ColdStart[] = [];

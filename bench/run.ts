@@ -25,6 +25,12 @@ import {
 import { backlogSection, measureBacklog, type BacklogResults } from './backlog';
 import { latencySection, measureLatency, type LatencyResults, type LatencySizes } from './latency';
 import {
+  handlerTimeSection,
+  measureHandlerTime,
+  type HandlerTimeResults,
+  type HandlerTimeSizes,
+} from './handler-time';
+import {
   measureBundles,
   READY_OVER_FLOOR_TARGET,
   READY_OVER_PEER_TARGET,
@@ -48,6 +54,7 @@ export interface Results {
   readonly backoff?: BackoffResults | LegacyBackoffResults;
   readonly backlog?: BacklogResults;
   readonly latency?: LatencyResults;
+  readonly handlerTime?: HandlerTimeResults;
   /** Sections measured in the run that wrote this file; the others were kept from an earlier run. */
   readonly measuredNow?: readonly string[];
 }
@@ -92,7 +99,7 @@ function callsSection(c: CallsResults): string[] {
     `Commands the function itself sent through its SDK clients, counted by a middleware (harness/aws/call-counter.ts: one per \`send\`, the SDK's own retries not included), mean per job over ${c.jobsPerCase} jobs per case, against moto. Each consumer has its own FIFO queue and DLQ and receives real messages through the local event source mapping (records built by lib/local/sqs-event.ts, as Lambda delivers them); the mapping's ReceiveMessage and DeleteMessageBatch are the Lambda service's, not the function's, and are not counted.`,
     '',
     "- **tenang**: the payment consumer (examples/reference/jobs/payment-capture.ts over the job runner's clients), its idempotency record kept on the order it guards: the claim is one conditional UpdateItem of the order (the capture guard and Powertools' claim condition), the completion another (the PAID transition and the record's completion); a transient failure releases the record and sets the retry's backoff with ChangeMessageVisibility, a permanent one sends to the DLQ.",
-    '- **Powertools baseline** (harness/powertools-baseline.ts): makeIdempotent over DynamoDBPersistenceLayer, the order read for the capture guard, the PAID transition as its own write, BatchProcessor; a failed message waits out the visibility timeout. Without the read it would make one call less per success (the 3 often quoted), and charge a cancelled order or a wrong amount.',
+    '- **Powertools baseline** (harness/powertools-baseline.ts): makeIdempotent over DynamoDBPersistenceLayer, the order read for the capture guard, the PAID transition as its own write, SqsFifoPartialProcessorAsync (the processor Powertools documents for a FIFO queue, one record after another; it used BatchProcessor before the handler-time section, which changes no count); a failed message waits out the visibility timeout. Without the read it would make one call less per success (the 3 often quoted), and charge a cancelled order or a wrong amount.',
     '',
     `Cases: **success**, a new job for a PENDING order; **duplicate**, the same job delivered again after it succeeded; **failed, then retried**, the payment provider refuses the job's first request and its second delivery succeeds: the calls of both deliveries together. Every case is checked before its counts are kept: each order PAID once, one charge per job, nothing in the DLQ. The queues' visibility timeout is ${c.visibilityTimeoutSeconds} s here so the baseline's retry returns within the run; tenang's backoff is set to 0 s; neither changes the counts.`,
     '',
@@ -348,6 +355,7 @@ function report(r: Results): string {
   if (r.backoff !== undefined) lines.push(...backoffSection(r.backoff));
   if (r.backlog !== undefined) lines.push(...backlogSection(r.backlog));
   if (r.latency !== undefined) lines.push(...latencySection(r.latency));
+  if (r.handlerTime !== undefined) lines.push(...handlerTimeSection(r.handlerTime));
   return lines.join('\n');
 }
 
@@ -370,7 +378,7 @@ function bundlesSection(bundles: readonly BundleResult[]): string[] {
   return [
     '## Handler bundles and cold start',
     '',
-    `Each handler bundled as TenangFunction has NodejsFunction bundle it (esbuild, minified, ESM, node22, the SDK inside), and timed in a fresh Node process: its **cold start** is the module load plus the first invocation, up to the invocation's first network request (http/https.request, tls.connect or a socket connect) or its return — the code a cold start runs before it waits on anything; the network then takes the same for any handler making the same calls, and the bench has no AWS to call. The first invocation is an empty batch for queue and stream consumers, the main route for the HTTP functions, a scheduled run for the flag reconciler. Beside it, in the same run and interleaved: the **bare** handler (constructs only the same SDK clients, and the Redis client where the handler has one), the **libraries floor** (the bare handler plus the Powertools packages and zod the bundle holds code of, each constructed as the handler does) and the **by-the-book peer**: the same handler written as the Powertools documentation shows it (Logger.addContext, Metrics.publishStoredMetrics, processPartialResponse over a BatchProcessor, makeIdempotent over a DynamoDBPersistenceLayer with registerLambdaContext, getParameter from parameters/ssm, a zod schema for its input; bench/bundles.ts PEERS) bundled with NodejsFunction's defaults (CommonJS, not minified, \`@aws-sdk/*\` left to the runtime's copy, loaded through NODE_PATH as Lambda does). Medians of interleaved runs.`,
+    `Each handler bundled as TenangFunction has NodejsFunction bundle it (esbuild, minified, ESM, node22, the SDK inside), and timed in a fresh Node process: its **cold start** is the module load plus the first invocation, up to the invocation's first network request (http/https.request, tls.connect or a socket connect) or its return — the code a cold start runs before it waits on anything; the network then takes the same for any handler making the same calls, and the bench has no AWS to call. The first invocation is an empty batch for queue and stream consumers, the main route for the HTTP functions, a scheduled run for the flag reconciler. Beside it, in the same run and interleaved: the **bare** handler (constructs only the same SDK clients, and the Redis client where the handler has one), the **libraries floor** (the bare handler plus the Powertools packages and zod the bundle holds code of, each constructed as the handler does) and the **by-the-book peer**: the same handler written as the Powertools documentation shows it (Logger.addContext, Metrics.publishStoredMetrics, processPartialResponse over a BatchProcessor, makeIdempotent over a DynamoDBPersistenceLayer with registerLambdaContext, getParameter from parameters/ssm, a zod schema for its input; bench/bundles.ts PEERS; a job type's peer is its handler module in harness/peers/, which does the job's real work, as the handler-time section runs it) bundled with NodejsFunction's defaults (CommonJS, not minified, \`@aws-sdk/*\` left to the runtime's copy, loaded through NODE_PATH as Lambda does). Medians of interleaved runs.`,
     '',
     `**Targets**: cold start ≤ ${READY_OVER_FLOOR_TARGET} × the floor (our code adds at most 5 % to what the libraries cost): ${verdicts(bundles.map(overFloor), READY_OVER_FLOOR_TARGET, 'handlers')}. Cold start ≤ ${READY_OVER_PEER_TARGET} × the peer: ${verdicts(peerRatios, READY_OVER_PEER_TARGET, 'peered handlers')}.`,
     '',
@@ -435,7 +443,7 @@ function stampedeShape(s: StampedeFigure | undefined): string {
   return `${s.readers} concurrent readers spread over ${s.processes} processes of ${s.instancesPerProcess} simulated instances each (${s.processes * s.instancesPerProcess} instances, each with its own Redis connections and in-process single-flight)`;
 }
 
-export const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog', 'latency'];
+export const SECTIONS = ['calls', 'bundles', 'cache', 'backoff', 'backlog', 'latency', 'handler-time'];
 
 function readPrevious(file: string, log: (line: string) => void): Partial<Results> {
   if (!fs.existsSync(file)) return {};
@@ -484,6 +492,7 @@ const SMOKE = {
     rounds: 1,
     invalidations: 3,
   } satisfies LatencySizes,
+  handlerTime: { warmupRounds: 1, rounds: 2 } satisfies HandlerTimeSizes,
 } as const;
 
 /** Measures `opts.only`, writes results.json and REPORT.md into `opts.out`; returns what it wrote. */
@@ -525,6 +534,9 @@ export async function runBench(opts: BenchOptions): Promise<Results> {
     latency: only.has('latency')
       ? await measureLatency({ log, ...(smoke ? { sizes: SMOKE.latency } : {}) })
       : previous.latency,
+    handlerTime: only.has('handler-time')
+      ? await measureHandlerTime({ log, ...(smoke ? { sizes: SMOKE.handlerTime } : {}) })
+      : previous.handlerTime,
     measuredNow: [...only],
   };
   fs.mkdirSync(opts.out, { recursive: true });
@@ -537,7 +549,7 @@ export async function runBench(opts: BenchOptions): Promise<Results> {
 async function main(): Promise<void> {
   const program = new Command('bench')
     .description(
-      'Measure calls per job and their cost, cache round trips, stampede protection, bundle size and cold start, backoff under contention, a backlog behind a paused consumer, enqueue → done and invalidation latency.',
+      "Measure calls per job and their cost, cache round trips, stampede protection, bundle size and cold start, backoff under contention, a backlog behind a paused consumer, enqueue → done and invalidation latency, the handler's own time per batch against its by-the-book peer.",
     )
     .option(
       '--runs <n>',

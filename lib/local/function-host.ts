@@ -23,12 +23,20 @@ export interface FunctionSpec {
   readonly environment: Readonly<Record<string, string>>;
 }
 
-/** The outcome of one invocation, as the Lambda service sees it. */
+/**
+ * The outcome of one invocation, as the Lambda service sees it. `durationMs` is the whole
+ * invocation as the caller waits for it (an instance's start on a cold start, the IPC both ways);
+ * `handlerMs`, where the handler returned or threw, its own time in the instance, from its call to
+ * its promise settling (what Lambda reports and bills as Duration), and `handlerCpuMs` the CPU
+ * time the instance's process spent meanwhile (user and system).
+ */
 export type InvokeResult =
   | {
       readonly status: 'ok';
       readonly result: unknown;
       readonly durationMs: number;
+      readonly handlerMs?: number;
+      readonly handlerCpuMs?: number;
       readonly coldStart: boolean;
     }
   | {
@@ -36,6 +44,8 @@ export type InvokeResult =
       readonly errorType: string;
       readonly errorMessage: string;
       readonly durationMs: number;
+      readonly handlerMs?: number;
+      readonly handlerCpuMs?: number;
       readonly coldStart: boolean;
     };
 
@@ -50,8 +60,15 @@ export interface InvokeOptions {
 type ChildMessage =
   | { type: 'ready'; initMs: number }
   | { type: 'init-error'; message: string }
-  | { type: 'result'; requestId: string; result: unknown }
-  | { type: 'error'; requestId: string; errorType: string; errorMessage: string };
+  | { type: 'result'; requestId: string; result: unknown; handlerMs: number; handlerCpuMs: number }
+  | {
+      type: 'error';
+      requestId: string;
+      errorType: string;
+      errorMessage: string;
+      handlerMs: number;
+      handlerCpuMs: number;
+    };
 
 interface Instance {
   readonly child: ChildProcess;
@@ -202,13 +219,22 @@ export class FunctionHost {
       };
       const onMessage = (m: ChildMessage): void => {
         if (m.type === 'result' && m.requestId === requestId) {
-          finish({ status: 'ok', result: m.result, durationMs: Date.now() - started, coldStart });
+          finish({
+            status: 'ok',
+            result: m.result,
+            durationMs: Date.now() - started,
+            handlerMs: m.handlerMs,
+            handlerCpuMs: m.handlerCpuMs,
+            coldStart,
+          });
         } else if (m.type === 'error' && m.requestId === requestId) {
           finish({
             status: 'error',
             errorType: m.errorType,
             errorMessage: m.errorMessage,
             durationMs: Date.now() - started,
+            handlerMs: m.handlerMs,
+            handlerCpuMs: m.handlerCpuMs,
             coldStart,
           });
         }

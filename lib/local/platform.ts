@@ -187,6 +187,8 @@ export class LocalPlatform {
       readonly proxy: IamProxy | undefined;
       readonly clients: readonly { destroy(): void }[];
       readonly projectRoot: string;
+      /** What every function gets on top of its deployed environment: endpoints, providers, credentials. */
+      readonly endpointEnv: Readonly<Record<string, string>>;
     },
   ) {}
 
@@ -438,7 +440,7 @@ export class LocalPlatform {
         { sqs, ssm: new SSMClient(config), streams, cloudwatch, sns: snsAdmin },
         opts,
         iam,
-        { proxy, clients: roleClients, projectRoot },
+        { proxy, clients: roleClients, projectRoot, endpointEnv },
       );
       await platform.reconcile('start');
       for (const s of sqsSources) s.start();
@@ -493,6 +495,48 @@ export class LocalPlatform {
     });
     this.alarms.recordInvocation(functionName, result);
     return result;
+  }
+
+  /**
+   * A function host of its own that runs another bundle as `functionName` is deployed: its
+   * timeout, memory and environment (`variant.environment` on top), with the platform's endpoints
+   * and providers; for comparing handlers in the same host (bench/handler-time.ts). Its requests go
+   * to the emulator directly with the platform's own credentials, not through the IAM proxy, which
+   * would hold the other bundle to a role granted for the deployed one. Invocations through it
+   * are not the platform's: no mapping, alarm or invocation count sees them. The caller stops it.
+   */
+  public functionHostLike(
+    functionName: string,
+    variant: {
+      /** The host's function name (AWS_LAMBDA_FUNCTION_NAME). */
+      readonly name: string;
+      readonly bundleFile: string;
+      /** @default 'handler' */
+      readonly handlerName?: string;
+      /** @default none */
+      readonly environment?: Readonly<Record<string, string>>;
+    },
+    opts: {
+      /** @default dropped */
+      readonly onOutput?: (line: string, functionName: string) => void;
+      /** Node.js options of its instances. @default none */
+      readonly execArgv?: readonly string[];
+    } = {},
+  ): FunctionHost {
+    const deployed = this.hosts.get(functionName);
+    if (deployed === undefined) throw new Error(`no deployed function ${functionName}`);
+    return new FunctionHost(
+      {
+        ...deployed.spec,
+        name: variant.name,
+        bundleFile: variant.bundleFile,
+        handlerName: variant.handlerName ?? 'handler',
+        environment: { ...deployed.spec.environment, ...variant.environment },
+      },
+      this.owned.endpointEnv,
+      opts.onOutput,
+      opts.execArgv,
+    );
   }
 
   /** The next invocation of `functionName` crashes at `points` (its process is killed there). */

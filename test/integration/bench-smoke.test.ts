@@ -4,12 +4,15 @@
  * REPORT.md into a scratch directory. It checks that each section still produces its figures and
  * that the report renders them; never what they are (timings are the bench's, not a test's).
  * The backlog section, which needs a platform of its own, is rendered from the backlog test's
- * run (test/integration/backlog.test.ts) instead of starting another.
+ * run (test/integration/backlog.test.ts) instead of starting another; the handler-time section
+ * starts its own, as nothing else measures handlers side by side in the function host.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runBench, type Results } from '../../bench/run';
+import { HANDLER_VARIANTS } from '../../bench/handler-time';
+import { referencePipeline } from '../../examples/reference/pipeline';
 
 jest.setTimeout(10 * 60_000);
 
@@ -21,7 +24,7 @@ describe('npm run bench, every section at smoke size', () => {
 
   beforeAll(async () => {
     results = await runBench({
-      only: new Set(['calls', 'bundles', 'cache', 'backoff']),
+      only: new Set(['calls', 'bundles', 'cache', 'backoff', 'handler-time']),
       out,
       runs: 1,
       jobs: 1,
@@ -40,7 +43,7 @@ describe('npm run bench, every section at smoke size', () => {
     expect(JSON.parse(fs.readFileSync(path.join(out, 'results.json'), 'utf8'))).toEqual(
       JSON.parse(JSON.stringify(results)),
     );
-    expect(results.measuredNow).toEqual(['calls', 'bundles', 'cache', 'backoff']);
+    expect(results.measuredNow).toEqual(['calls', 'bundles', 'cache', 'backoff', 'handler-time']);
   });
 
   it('when the calls section runs, each consumer has figures for every case', () => {
@@ -102,6 +105,26 @@ describe('npm run bench, every section at smoke size', () => {
     expect(JSON.stringify(backoff)).not.toMatch(/null|NaN/);
   });
 
+  it('when the handler-time section runs, every job type has host and handler times of the three variants', () => {
+    // Assess
+    const handlerTime = results.handlerTime;
+    expect(handlerTime?.unmeasuredJobTypes).toEqual([]);
+    expect(handlerTime?.jobs.map((j) => j.jobType)).toEqual(
+      referencePipeline('bench', 'us-east-1').jobTypes.map((j) => j.name),
+    );
+    for (const job of handlerTime?.jobs ?? []) {
+      expect(job.variants.map((v) => v.variant)).toEqual([...HANDLER_VARIANTS]);
+      for (const v of job.variants) {
+        expect(v.handler.count).toBe(handlerTime?.sizes.rounds);
+        expect(v.host.count).toBe(handlerTime?.sizes.rounds);
+      }
+      // The peer and tenang do real work: they send requests; the bare handler sends none.
+      for (const v of job.variants)
+        expect(Object.keys(v.requestsPerBatch).length > 0).toBe(v.variant !== 'bare');
+    }
+    expect(JSON.stringify(handlerTime)).not.toMatch(/null|NaN/);
+  });
+
   it('when REPORT.md is written, it has a section for each part measured and no hole in its figures', () => {
     // Assess
     for (const heading of [
@@ -109,6 +132,7 @@ describe('npm run bench, every section at smoke size', () => {
       '## Handler bundles and cold start',
       '## Cache',
       '## Backoff',
+      "## The handler's own time per batch",
     ])
       expect(report).toContain(heading);
     expect(report).not.toMatch(/\bNaN\b|\bundefined\b/);

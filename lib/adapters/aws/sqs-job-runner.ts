@@ -2,6 +2,8 @@
  * Runs an SQS batch through a job handler with Powertools batch processing and tenang's failure
  * policy (D3, R1–R3, R6, X1, X2):
  * - every record is parsed into a job envelope; bad input is a permanent error;
+ * - a standard queue's records run at the same time (unless the job asks for one after another);
+ *   a FIFO queue's message groups run at the same time, each group's records in order;
  * - a permanent error (or the last allowed attempt) sends the message to the DLQ at once with
  *   its error class, message, attempt count and failure times, and the record counts as handled
  *   so the event source mapping deletes it;
@@ -170,6 +172,20 @@ export const PERMISSION_HOLD_BASE_VARIABLE = 'TENANG_PERMISSION_HOLD_BASE_SECOND
 function permissionHoldBaseFromEnv(): number {
   const value = Number(process.env[PERMISSION_HOLD_BASE_VARIABLE]);
   return Number.isFinite(value) && value >= 1 ? value : PERMISSION_HOLD_BASE_SECONDS;
+}
+
+/** A FIFO batch's records by message group, each group's in the batch's order. */
+function recordsByGroup(records: readonly SQSRecord[]): Map<string, SQSRecord[]> {
+  const groups = new Map<string, SQSRecord[]>();
+  for (const record of records) {
+    // Lambda's FIFO records always carry their group (SQS refuses an empty one); any without
+    // are kept together, in order.
+    const group = record.attributes.MessageGroupId ?? '';
+    const members = groups.get(group);
+    if (members === undefined) groups.set(group, [record]);
+    else members.push(record);
+  }
+  return groups;
 }
 
 /** Builds the batch handler for one job type's queue. */
@@ -494,17 +510,28 @@ export function createSqsJobRunner<P>(
   return async (event, context) => {
     try {
       if (fifo) {
-        const processor = new SqsFifoPartialProcessorAsync();
+        // Order holds within a message group only: each group's records run one after another
+        // (a failed record fails the rest of its group unprocessed), and the groups at the same
+        // time, so a batch of many groups (the payment capture's: one per order) takes as long as
+        // its longest group, not as all its records one after another.
         const attempted = new Set<string>();
-        const response = await processPartialResponse(
-          event,
-          (r: SQSRecord) => {
-            attempted.add(r.messageId);
-            return processRecord(r, context);
-          },
-          processor,
-          { context, skipGroupOnError: true, throwOnFullBatchFailure: false },
+        const responses = await Promise.all(
+          [...recordsByGroup(event.Records).values()].map((records) =>
+            processPartialResponse(
+              { Records: records },
+              (r: SQSRecord) => {
+                attempted.add(r.messageId);
+                return processRecord(r, context);
+              },
+              // A processor per group: it keeps the batch it processes as its state.
+              new SqsFifoPartialProcessorAsync(),
+              { context, skipGroupOnError: true, throwOnFullBatchFailure: false },
+            ),
+          ),
         );
+        const response: SQSBatchResponse = {
+          batchItemFailures: responses.flatMap((r) => r.batchItemFailures),
+        };
         await releaseSkipped(event, response, attempted);
         return response;
       }

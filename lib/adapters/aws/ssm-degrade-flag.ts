@@ -10,6 +10,11 @@ export const DEGRADE_FLAG_MAX_AGE_SECONDS = 5;
 /** Reads `/tenang/<stage>/flags/degrade`. */
 export class SsmDegradeFlag {
   private readonly provider: SSMProvider;
+  /**
+   * The read under way, shared by the callers that ask meanwhile: a batch's records all ask at
+   * once, and when the cached value has expired each would otherwise send its own GetParameter.
+   */
+  private reading: Promise<boolean> | undefined;
 
   /** Reads `name` through `client`; the caller owns the client's configuration. */
   public constructor(
@@ -24,7 +29,14 @@ export class SsmDegradeFlag {
    * Whether the stage is degraded. A missing parameter or an unreadable value means not
    * degraded; a failure to reach SSM throws (the caller decides how to fail).
    */
-  public async isDegraded(): Promise<boolean> {
+  public isDegraded(): Promise<boolean> {
+    this.reading ??= this.read().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async read(): Promise<boolean> {
     try {
       const raw = await this.provider.get<string>(this.name, {
         maxAge: this.maxAgeSeconds,

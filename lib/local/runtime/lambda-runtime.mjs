@@ -2,6 +2,7 @@
 // (a cold start), then runs one invocation at a time as the parent asks over IPC, with a
 // Lambda-like context. Plain JavaScript: it runs the bundle exactly as Lambda's Node runtime does.
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
 const [bundleFile, handlerName] = process.argv.slice(2);
@@ -37,15 +38,25 @@ process.on('message', async (message) => {
     fail: () => undefined,
     succeed: () => undefined,
   };
+  // The handler's own time, from its call to its promise settling: what Lambda's REPORT line
+  // calls Duration (and bills), without the host's part (IPC, the event's serialization). Beside
+  // it, the CPU time the instance spent meanwhile: the part of it that was not waiting.
+  const called = performance.now();
+  const cpuAtCall = process.cpuUsage();
+  const timing = () => {
+    const cpu = process.cpuUsage(cpuAtCall);
+    return { handlerMs: performance.now() - called, handlerCpuMs: (cpu.user + cpu.system) / 1000 };
+  };
   try {
     const result = await handler(message.event, context);
-    process.send?.({ type: 'result', requestId: context.awsRequestId, result: result ?? null });
+    process.send?.({ type: 'result', requestId: context.awsRequestId, result: result ?? null, ...timing() });
   } catch (error) {
     process.send?.({
       type: 'error',
       requestId: context.awsRequestId,
       errorType: error?.name ?? 'Error',
       errorMessage: String(error?.message ?? error),
+      ...timing(),
     });
   }
 });

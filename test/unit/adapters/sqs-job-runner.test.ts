@@ -814,6 +814,10 @@ describe('Function: createSqsJobRunner', () => {
   });
 
   describe('when the queue is FIFO', () => {
+    /** A payment record of message group `group`. */
+    const record = (messageId: string, group: string): SQSRecord =>
+      sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
+
     it('when a record of group A fails, the later A records fail unprocessed and group B records succeed', async () => {
       // Prepare
       const runner = runnerFor(PAYMENT, {
@@ -821,8 +825,6 @@ describe('Function: createSqsJobRunner', () => {
           throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
         },
       });
-      const record = (messageId: string, group: string): SQSRecord =>
-        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
 
       // Act
       const response = await runner.run(
@@ -839,6 +841,41 @@ describe('Function: createSqsJobRunner', () => {
       expect(runner.handledIds()).toEqual(['a-1', 'b-1', 'b-2']);
     });
 
+    it('when a batch holds several groups, the groups run at the same time and each group in order', async () => {
+      // Prepare: a-1 waits until b-2 has run, which it could not if the groups ran one after another.
+      let bDone: () => void = () => undefined;
+      const b2Ran = new Promise<void>((resolve) => {
+        bDone = resolve;
+      });
+      const runner = runnerFor(PAYMENT, {
+        'a-1': async () => {
+          await b2Ran;
+          return { kind: 'done' };
+        },
+        'b-2': () => {
+          bDone();
+          return Promise.resolve({ kind: 'done' });
+        },
+      });
+
+      // Act
+      const response = await runner.run(
+        eventOf(
+          record('a-1', 'ord-a'),
+          record('a-2', 'ord-a'),
+          record('b-1', 'ord-b'),
+          record('b-2', 'ord-b'),
+        ),
+      );
+
+      // Assess: group B ran while a-1 waited; a-2 only after a-1.
+      expect(failedIds(response)).toEqual([]);
+      const order = runner.handledIds();
+      expect(order.indexOf('b-2')).toBeLessThan(order.indexOf('a-2'));
+      expect(order.indexOf('a-1')).toBeLessThan(order.indexOf('a-2'));
+      expect(order.indexOf('b-1')).toBeLessThan(order.indexOf('b-2'));
+    });
+
     it('when a record fails, its backoff is set and each group-mate skipped behind it is made visible at once', async () => {
       // Prepare
       const runner = runnerFor(PAYMENT, {
@@ -846,8 +883,6 @@ describe('Function: createSqsJobRunner', () => {
           throw new ProviderUnavailableError('https://payments.example.com/charges: HTTP 503');
         },
       });
-      const record = (messageId: string, group: string): SQSRecord =>
-        sqsRecord({ jobType: PAYMENT, messageId, body: jobBody('payment.capture', group), groupId: group });
 
       // Act
       await runner.run(

@@ -70,5 +70,35 @@ describe('Class: SsmDegradeFlag', () => {
       // Assess
       expect(ssmMock).toHaveReceivedCommandTimes(GetParameterCommand, 1);
     });
+
+    it('when several callers ask at once with nothing cached, it asks SSM once and answers them all', async () => {
+      // Prepare
+      const flag = flagWith(JSON.stringify({ degraded: true }));
+
+      // Act
+      const answers = await Promise.all([flag.isDegraded(), flag.isDegraded(), flag.isDegraded()]);
+
+      // Assess
+      expect(answers).toEqual([true, true, true]);
+      expect(ssmMock).toHaveReceivedCommandTimes(GetParameterCommand, 1);
+    });
+
+    it('when a shared read fails, the next call asks SSM again', async () => {
+      // Prepare
+      ssmMock
+        .on(GetParameterCommand)
+        .rejectsOnce(new InternalServerError({ message: 'denied', $metadata: {} }))
+        .resolves({ Parameter: { Name: FLAG, Value: JSON.stringify({ degraded: true }), Type: 'String' } });
+      const flag = new SsmDegradeFlag(new SSMClient({ region: 'eu-west-1' }), FLAG);
+
+      // Act
+      const first = await Promise.allSettled([flag.isDegraded(), flag.isDegraded()]);
+      const second = await flag.isDegraded();
+
+      // Assess
+      expect(first.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+      expect(second).toBe(true);
+      expect(ssmMock).toHaveReceivedCommandTimes(GetParameterCommand, 2);
+    });
   });
 });

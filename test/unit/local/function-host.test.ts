@@ -93,6 +93,32 @@ describe('Class: FunctionHost', () => {
     expect(third.coldStart).toBe(true);
   });
 
+  it.each(['echo', 'throw'])(
+    'when the handler settles (%s), it reports its own time and CPU time apart from the whole invocation',
+    async (action) => {
+      // Act
+      const result = await host.invoke({ action });
+
+      // Assess: the handler's time is measured inside the instance, within the invocation.
+      expect(result.handlerMs).toEqual(expect.any(Number));
+      expect(result.handlerMs).toBeGreaterThanOrEqual(0);
+      // durationMs is whole milliseconds (Date.now), handlerMs a fraction: 1 ms of rounding.
+      expect(result.handlerMs).toBeLessThanOrEqual(result.durationMs + 1);
+      expect(result.handlerCpuMs).toEqual(expect.any(Number));
+      expect(result.handlerCpuMs).toBeGreaterThanOrEqual(0);
+    },
+  );
+
+  it('when the handler runs past the timeout, no handler time is reported', async () => {
+    // Act
+    const result = await host.invoke({ action: 'hang' });
+
+    // Assess
+    expect(result.status).toBe('timeout');
+    expect(result.handlerMs).toBeUndefined();
+    expect(result.handlerCpuMs).toBeUndefined();
+  });
+
   it('when the handler throws, it reports the error type and message', async () => {
     // Act
     const result = await host.invoke({ action: 'throw' });
