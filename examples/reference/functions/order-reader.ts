@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleepMs } from 'node:timers/promises';
 
-import { StageSchema } from 'tenang/config';
+import { stageNameSchema } from 'tenang/config';
 import { DynamoDbOrderStore, orderCacheKey, OrderSchema, type Order, type OrderStore } from '../domain';
 import {
   CACHE_ENV_SHAPE,
@@ -48,7 +48,7 @@ export const CACHE_HEADER = 'X-Cache';
 export const OrderReaderEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
-    TENANG_STAGE: StageSchema.shape.name,
+    TENANG_STAGE: stageNameSchema(),
     ORDERS_TABLE: z.string().check(z.minLength(1)),
   })
   .check(cacheEnvCheck());
