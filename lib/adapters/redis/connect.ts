@@ -5,12 +5,11 @@
  *   IAM token as the password of `CACHE_USER`, replaced before it expires.
  * A down Redis fails fast: no offline queue, one retry at most, a short command timeout (D4).
  */
-import { fromEnv } from '@aws-sdk/credential-provider-env';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import Redis, { type RedisOptions } from 'ioredis';
 import * as z from '../../config/zod';
 import { CacheUnavailableError } from '../../core/errors';
-import { IamTokenSource, type IamTokenTarget } from './elasticache-iam';
+import { environmentCredentials, IamTokenSource, type IamTokenTarget } from './elasticache-iam';
 
 const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1));
 
@@ -128,7 +127,7 @@ export class RedisConnection {
   public constructor(settings: CacheConnectionSettings, options: RedisConnectionOptions) {
     this.tokens =
       settings.kind === 'endpoint' && settings.iam !== undefined
-        ? new IamTokenSource(settings.iam, options.credentials ?? fromEnv(), options.clock)
+        ? new IamTokenSource(settings.iam, options.credentials ?? environmentCredentials(), options.clock)
         : undefined;
     this.connectTimeoutMs = options.connectTimeoutMs ?? Math.max(1000, 4 * options.commandTimeoutMs);
     // disconnectTimeout is read by ioredis but missing from its types: how long a closing socket

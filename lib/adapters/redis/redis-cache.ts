@@ -106,9 +106,6 @@ export class RedisCache implements EvictingCache {
   private readonly ready: () => Promise<void>;
 
   public constructor(client: Redis, options: RedisCacheOptions = {}) {
-    for (const [name, lua] of Object.entries(SCRIPTS)) {
-      if (!(name in client)) client.defineCommand(name, { numberOfKeys: 1, lua });
-    }
     this.redis = client as Redis & TenangScripts;
     this.ready = options.ready ?? ((): Promise<void> => Promise.resolve());
   }
@@ -126,7 +123,12 @@ export class RedisCache implements EvictingCache {
     const json = JSON.stringify(value);
     const v = versionArg(version);
     return this.call('put-if-newer', async () =>
-      (await this.redis.tenangPutIfNewer(key, v, json, String(Math.max(1, Math.round(ttlMs))))) === 1
+      (await this.scripted('tenangPutIfNewer').tenangPutIfNewer(
+        key,
+        v,
+        json,
+        String(Math.max(1, Math.round(ttlMs))),
+      )) === 1
         ? 'written'
         : 'fenced',
     );
@@ -135,7 +137,7 @@ export class RedisCache implements EvictingCache {
   public async fence(key: string, version: number, ttlMs: number): Promise<'fenced' | 'superseded'> {
     const v = versionArg(version);
     return this.call('fence', async () =>
-      (await this.redis.tenangFence(key, v, String(Math.max(1, Math.round(ttlMs))))) === 1
+      (await this.scripted('tenangFence').tenangFence(key, v, String(Math.max(1, Math.round(ttlMs))))) === 1
         ? 'fenced'
         : 'superseded',
     );
@@ -150,7 +152,7 @@ export class RedisCache implements EvictingCache {
 
   public unlock(key: string, token: string): Promise<void> {
     return this.call('unlock', async () => {
-      await this.redis.tenangUnlock(key, token);
+      await this.scripted('tenangUnlock').tenangUnlock(key, token);
     });
   }
 
@@ -173,7 +175,8 @@ export class RedisCache implements EvictingCache {
       scanned += keys.length;
       const targets = options.keep === undefined ? keys : keys.filter((key) => !options.keep?.has(key));
       if (targets.length > 0) {
-        const pipeline = this.redis.pipeline();
+        // A pipeline takes the scripts defined when it is made.
+        const pipeline = this.scripted('tenangEvictValue').pipeline();
         for (const key of targets) {
           if (options.dryRun === true) pipeline.get(key);
           else (pipeline as ChainableCommander & TenangPipeline).tenangEvictValue(key);
@@ -190,6 +193,16 @@ export class RedisCache implements EvictingCache {
       options.onBatch?.({ scanned, evicted });
     } while (cursor !== '0');
     return { scanned, evicted };
+  }
+
+  /**
+   * The client with `name`'s Lua script defined, on its first use: a function defines only the
+   * scripts it runs (the invalidator one of four), as defining one hashes it and builds its
+   * command class and functions, which a cold start would pay for every script.
+   */
+  private scripted(name: keyof TenangScripts): Redis & TenangScripts {
+    if (!(name in this.redis)) this.redis.defineCommand(name, { numberOfKeys: 1, lua: SCRIPTS[name] });
+    return this.redis;
   }
 
   private async call<R>(operation: string, command: () => Promise<R>): Promise<R> {
