@@ -252,7 +252,9 @@ export function createHandler(
         throwOnFullBatchFailure: false,
       });
     } finally {
-      deps.metrics.publishStoredMetrics();
+      // Most batches record no metric (an order change that is no payment); publishing nothing
+      // would log a warning per batch.
+      if (deps.metrics.hasStoredMetrics()) deps.metrics.publishStoredMetrics();
     }
   };
 }
