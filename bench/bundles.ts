@@ -2,7 +2,8 @@
  * Bundle size and cold start of every handler (module load plus first invocation, up to its first
  * network request), against three others in fresh Node processes, interleaved so machine
  * noise hits all alike: a bare handler that only constructs the same AWS SDK clients (and the
- * Redis client where the handler has one: the load no code of ours can avoid); the libraries
+ * Redis client where the handler has one) and makes the AWS call the handler's first invocation
+ * makes first (the load and the request no code of ours can avoid); the libraries
  * floor (the bare handler plus the Powertools packages and zod it bundles); and a by-the-book
  * peer (the same handler written as the Powertools documentation shows it, bundled with
  * NodejsFunction's defaults; a job type's peer is its handler module in harness/peers/, which
@@ -58,6 +59,12 @@ export interface BundleResult {
   readonly floorRatio: number;
   /** The event of the first invocation, in a few words. */
   readonly firstInvocation: string;
+  /**
+   * The AWS operation the first invocation calls before anything else reaches the network (its
+   * X-Amz-Target, e.g. `DynamoDB_20120810.PutItem`), which the bare handler and the floor call too.
+   * @default - none: the first invocation returns, or reaches the network otherwise (Redis)
+   */
+  readonly firstAwsCall?: string;
   /** Load plus first invocation (ColdStart.readyMs) of the handler, the bare handler and the floor. */
   readonly ready: { readonly handler: number; readonly bare: number; readonly floor: number };
   /** The same handler written as the Powertools documentation shows it, bundled with NodejsFunction's defaults. */
@@ -148,17 +155,27 @@ function sdkClients(meta: Metafile): string[] {
   return [...clients].sort();
 }
 
-/** The mandated libraries (Powertools packages, zod) a bundle includes. */
+/**
+ * The module of each mandated library (Powertools packages, zod) that holds what its floor
+ * snippet constructs: a bundle holding it uses the library. A bundle can hold a few constants of a
+ * package it never constructs anything of (a barrel's re-export keeps a module-scope object whose
+ * keys are computed, e.g. Powertools batch's DATA_CLASS_MAPPING), and that is no use of it.
+ */
+const FLOOR_LIBRARY_MODULES: Record<string, RegExp> = {
+  logger: /node_modules\/@aws-lambda-powertools\/logger\/lib\/esm\/Logger\.js$/,
+  metrics: /node_modules\/@aws-lambda-powertools\/metrics\/lib\/esm\/Metrics\.js$/,
+  batch: /node_modules\/@aws-lambda-powertools\/batch\/lib\/esm\/BasePartialProcessor\.js$/,
+  idempotency: /node_modules\/@aws-lambda-powertools\/idempotency\/lib\/esm\/makeIdempotent\.js$/,
+  parameters: /node_modules\/@aws-lambda-powertools\/parameters\/lib\/esm\/base\/BaseProvider\.js$/,
+  zod: /node_modules\/zod\/v4\/core\/schemas\.js$/,
+};
+
+/** The mandated libraries (Powertools packages, zod) a bundle uses. */
 function floorLibraries(meta: Metafile): string[] {
-  const libs = new Set<string>();
-  for (const input of bundledInputs(meta)) {
-    const m = /node_modules\/@aws-lambda-powertools\/(logger|metrics|batch|idempotency|parameters)\//.exec(
-      input,
-    );
-    if (m?.[1] !== undefined) libs.add(m[1]);
-    if (/node_modules\/zod\//.test(input)) libs.add('zod');
-  }
-  return [...libs].sort();
+  const inputs = bundledInputs(meta);
+  return Object.keys(FLOOR_LIBRARY_MODULES)
+    .filter((lib) => inputs.some((input) => FLOOR_LIBRARY_MODULES[lib]?.test(input) === true))
+    .sort();
 }
 
 /** Imports and constructions of each floor library, as the handlers use them. */
@@ -184,10 +201,17 @@ const FLOOR_SNIPPETS: Record<string, { imports: string; body: string }> = {
   },
 };
 
-function floorSource(clients: readonly string[], libs: readonly string[]): string {
-  const bare = baselineSource(clients).replace(/export const handler[^\n]*\n$/, '');
+function floorSource(clients: readonly string[], libs: readonly string[], call?: AwsCall): string {
+  const bare = baselineParts(clients, call);
   const snippets = libs.map((l) => FLOOR_SNIPPETS[l]).filter((s) => s !== undefined);
-  return `${snippets.map((s) => s.imports).join('\n')}\n${bare}${snippets.map((s) => s.body).join('\n')}\nexport const handler = async () => ({});\n`;
+  return [
+    ...snippets.map((s) => s.imports),
+    ...bare.imports,
+    ...bare.body,
+    ...snippets.map((s) => s.body),
+    bare.handler,
+    '',
+  ].join('\n');
 }
 
 function clientClassName(pkg: string): string {
@@ -200,16 +224,64 @@ function clientClassName(pkg: string): string {
   return name;
 }
 
-function baselineSource(clients: readonly string[]): string {
-  const lines = clients.map((pkg, i) =>
+/**
+ * An AWS call the bare handler makes as the handler's first invocation does: the SDK's work for a
+ * first request (middleware, endpoint rules, credentials, serialization, signing) comes before
+ * the network and is the SDK's, whatever code makes the call.
+ */
+interface AwsCall {
+  /** The client package, e.g. `client-dynamodb`. */
+  readonly pkg: string;
+  /** The command class, e.g. `PutItemCommand`. */
+  readonly command: string;
+  /** The request's X-Amz-Target, e.g. `DynamoDB_20120810.PutItem`. */
+  readonly target: string;
+}
+
+/**
+ * The AWS call behind a first request, when it is one a bundled client makes (a JSON-protocol
+ * operation, named by its X-Amz-Target; `<prefix>.<region>.amazonaws.com` is `client-<prefix>`'s).
+ * @throws Error when it names a client or an operation the bench cannot rebuild: the bare handler
+ * would then not make the handler's first call, and its floor would be too light
+ */
+function awsCallOf(request: FirstRequest | undefined, clients: readonly string[]): AwsCall | undefined {
+  if (request?.target === undefined) return undefined;
+  const prefix = /^([a-z0-9-]+)\./.exec(request.host ?? '')?.[1];
+  const pkg = `client-${prefix}`;
+  const op = request.target.split('.').pop() ?? '';
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the package is named at run time
+  const mod = clients.includes(pkg) ? (require(`@aws-sdk/${pkg}`) as Record<string, unknown>) : {};
+  if (typeof mod[`${op}Command`] !== 'function')
+    throw new Error(
+      `bench bundles: the first request (${request.host}, ${request.target}) is no call of a bundled client (${clients.join(', ')})`,
+    );
+  return { pkg, command: `${op}Command`, target: request.target };
+}
+
+/** The bare handler's imports, module-scope constructions and handler. */
+function baselineParts(
+  clients: readonly string[],
+  call?: AwsCall,
+): { imports: string[]; body: string[]; handler: string } {
+  const imports = clients.map((pkg, i) =>
     pkg === 'ioredis'
       ? `import C${i} from 'ioredis';`
-      : `import { ${clientClassName(pkg)} as C${i} } from '@aws-sdk/${pkg}';`,
+      : `import { ${clientClassName(pkg)} as C${i}${pkg === call?.pkg ? `, ${call.command}` : ''} } from '@aws-sdk/${pkg}';`,
   );
-  const constructs = clients.map((pkg, i) =>
-    pkg === 'ioredis' ? `new C${i}({ lazyConnect: true });` : `new C${i}({});`,
+  const body = clients.map((pkg, i) =>
+    pkg === 'ioredis' ? `const c${i} = new C${i}({ lazyConnect: true });` : `const c${i} = new C${i}({});`,
   );
-  return `${lines.join('\n')}\n${constructs.join('\n')}\nexport const handler = async () => ({});\n`;
+  // An empty input: the operation's serializer and the request's signing are what is measured.
+  const send =
+    call === undefined
+      ? ''
+      : `await c${clients.indexOf(call.pkg)}.send(new ${call.command}({})).catch(() => undefined); `;
+  return { imports, body, handler: `export const handler = async () => { ${send}return {}; };` };
+}
+
+function baselineSource(clients: readonly string[], call?: AwsCall): string {
+  const bare = baselineParts(clients, call);
+  return [...bare.imports, ...bare.body, bare.handler, ''].join('\n');
 }
 
 /** What invokes a handler: what a peer may be invoked by, or an operator (the CLI's Invoke). */
@@ -478,6 +550,13 @@ function kindOf(handler: string, entry: string): InvocationKind {
   );
 }
 
+/** Where a first invocation first reached for the network: the host, and the AWS operation when it names one. */
+interface FirstRequest {
+  readonly host?: string;
+  /** The X-Amz-Target header of an AWS JSON-protocol request. */
+  readonly target?: string;
+}
+
 /**
  * A fresh Node process that times the module's load, then its first invocation with `event`
  * until the invocation first reaches for the network or returns. Reaching is the first call of
@@ -485,19 +564,29 @@ function kindOf(handler: string, entry: string): InvocationKind {
  * that makes no call pays), tls.connect or net.Socket#connect (ioredis, fetch). An invocation
  * that throws first means the bench's event is wrong for the handler: it fails the bench.
  */
-function coldStart(file: string, env: NodeJS.ProcessEnv, event: unknown): ColdStart {
+function coldStart(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  event: unknown,
+): ColdStart & { readonly request?: FirstRequest } {
   const script = `
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { syncBuiltinESMExports } from 'node:module';
-let first; let opened;
+let first; let opened; let request;
 const connected = new Promise((r) => { opened = r; });
-const mark = () => { if (first === undefined) { first = process.hrtime.bigint(); opened(); } };
+const mark = (args) => {
+  if (first !== undefined) return;
+  first = process.hrtime.bigint();
+  const options = args.find((a) => a !== null && typeof a === 'object' && !(a instanceof URL)) ?? {};
+  request = { host: options.hostname ?? options.host, target: options.headers?.['x-amz-target'] };
+  opened();
+};
 for (const [owner, name] of [[http, 'request'], [https, 'request'], [tls, 'connect'], [net.Socket.prototype, 'connect']]) {
   const original = owner[name];
-  owner[name] = function (...args) { mark(); return original.apply(this, args); };
+  owner[name] = function (...args) { mark(args); return original.apply(this, args); };
 }
 syncBuiltinESMExports();
 const context = { functionName: 'bench', functionVersion: '$LATEST', invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:bench', memoryLimitInMB: '256', awsRequestId: 'bench-1', logGroupName: '/aws/lambda/bench', logStreamName: 'bench', callbackWaitsForEmptyEventLoop: true, getRemainingTimeInMillis: () => 30000 };
@@ -508,7 +597,7 @@ const handler = mod.handler ?? mod.default?.handler;
 const ended = Promise.resolve().then(() => handler(JSON.parse(process.env.BENCH_EVENT), context)).then(() => 'returned', (e) => 'threw: ' + (e?.message ?? e));
 const how = await Promise.race([ended, connected.then(() => 'network')]);
 const t2 = how === 'network' ? first : process.hrtime.bigint();
-process.stdout.write('\\n@@bench ' + JSON.stringify({ loadMs: Number(t1 - t0) / 1e6, readyMs: Number(t2 - t0) / 1e6, how }) + '\\n');
+process.stdout.write('\\n@@bench ' + JSON.stringify({ loadMs: Number(t1 - t0) / 1e6, readyMs: Number(t2 - t0) / 1e6, how, request }) + '\\n');
 process.exit(0);
 `;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
@@ -520,12 +609,12 @@ process.exit(0);
   });
   const line = out.split('\n').findLast((l) => l.startsWith('@@bench '));
   if (line === undefined) throw new Error(`${path.basename(file)}: the timing process printed no result`);
-  const r = JSON.parse(line.slice('@@bench '.length)) as ColdStart & { how: string };
+  const r = JSON.parse(line.slice('@@bench '.length)) as ColdStart & { how: string; request?: FirstRequest };
   if (r.how.startsWith('threw'))
     throw new Error(
       `${path.basename(file)}: its first invocation ${r.how} (the bench's event is wrong for it)`,
     );
-  return { loadMs: r.loadMs, readyMs: r.readyMs };
+  return { loadMs: r.loadMs, readyMs: r.readyMs, ...(r.request === undefined ? {} : { request: r.request }) };
 }
 
 /** The environment a handler module needs to load (module scope parses it). */
@@ -601,18 +690,21 @@ export async function measureBundles(opts: {
     const file = path.join(out, `${handler}.mjs`);
     const meta = await bundle(entry, file);
     const clients = sdkClients(meta);
+    const first = firstEvent(kindOf(handler, entry), handler);
+    // One run ahead of the timed ones: the AWS call the handler's first invocation makes first,
+    // which the bare handler and the floor then make too.
+    const call = awsCallOf(coldStart(file, env, first.event).request, clients);
     const baseEntry = path.join(out, `${handler}.baseline-entry.mjs`);
-    fs.writeFileSync(baseEntry, baselineSource(clients));
+    fs.writeFileSync(baseEntry, baselineSource(clients, call));
     const baseFile = path.join(out, `${handler}.baseline.mjs`);
     // Same options; nodePaths resolves the SDK from the project, not from the temp dir.
     await build({ ...BUNDLE_OPTIONS, entryPoints: [baseEntry], outfile: baseFile });
     const libs = floorLibraries(meta);
     const floorEntry = path.join(out, `${handler}.floor-entry.mjs`);
-    fs.writeFileSync(floorEntry, floorSource(clients, libs));
+    fs.writeFileSync(floorEntry, floorSource(clients, libs, call));
     const floorFile = path.join(out, `${handler}.floor.mjs`);
     await build({ ...BUNDLE_OPTIONS, entryPoints: [floorEntry], outfile: floorFile });
     const peerFile = await bundlePeer(handler, out);
-    const first = firstEvent(kindOf(handler, entry), handler);
     const ours: ColdStart[] = [];
     const base: ColdStart[] = [];
     const floor: ColdStart[] = [];
@@ -620,7 +712,13 @@ export async function measureBundles(opts: {
     // Interleaved, so machine noise hits every variant alike.
     for (let i = 0; i < opts.runs; i += 1) {
       ours.push(coldStart(file, env, first.event));
-      base.push(coldStart(baseFile, env, first.event));
+      const bare = coldStart(baseFile, env, first.event);
+      // The bare handler must stop where the handler stops: at the same call, or at none.
+      if (bare.request?.target !== call?.target)
+        throw new Error(
+          `bench bundles: ${handler}'s bare handler first called ${bare.request?.target ?? 'nothing'}, not ${call?.target ?? 'nothing'}`,
+        );
+      base.push(bare);
       floor.push(coldStart(floorFile, env, first.event));
       if (peerFile !== undefined) peer.push(coldStart(peerFile, env, first.event));
     }
@@ -639,6 +737,7 @@ export async function measureBundles(opts: {
       floorLoadMsMedian: f.loadMs,
       floorRatio: f.loadMs / b.loadMs,
       firstInvocation: first.what,
+      ...(call === undefined ? {} : { firstAwsCall: call.target }),
       ready: { handler: o.readyMs, bare: b.readyMs, floor: f.readyMs },
       ...(p === undefined || peerFile === undefined
         ? {}

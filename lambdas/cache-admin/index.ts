@@ -20,7 +20,7 @@ import { RedisCache } from '../../lib/adapters/redis/redis-cache';
 import { CACHE_ADMIN_SERVICE } from '../../lib/config/metrics';
 import { tableVariable } from '../../lib/config/derive';
 import { cachedEntitySources, type CachedEntitySource } from '../../lib/config/load';
-import { StageSchema } from '../../lib/config/schema';
+import { stageNameSchema } from '../../lib/config/schema';
 import * as z from '../../lib/config/zod';
 import {
   noEntitySource,
@@ -44,7 +44,7 @@ const PROGRESS_LOG_INTERVAL_MS = 5_000;
 export const CacheAdminEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
-    TENANG_STAGE: StageSchema.shape.name,
+    TENANG_STAGE: stageNameSchema(),
   })
   .check(cacheEnvCheck());
 

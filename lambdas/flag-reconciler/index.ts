@@ -14,7 +14,7 @@ import { LambdaMappingControl } from '../../lib/adapters/aws/lambda-mappings';
 import { SsmFlagReader } from '../../lib/adapters/aws/ssm-flags';
 import { pauseFlagName } from '../../lib/config/derive';
 import { CONSUMER_DIMENSION, METRIC, METRICS_NAMESPACE, RECONCILER_SERVICE } from '../../lib/config/metrics';
-import { JobTypeSchema, StageSchema } from '../../lib/config/schema';
+import { consumerNameSchema, stageNameSchema } from '../../lib/config/schema';
 import {
   ReconciliationError,
   reconcileMappings,
@@ -41,7 +41,7 @@ export type FlagReconcilerEvent =
 
 const ReconcilerEnvSchema = z.object({
   /** Stage name; the pause flags live under /tenang/<stage>/flags/pause/. */
-  TENANG_STAGE: StageSchema.shape.name,
+  TENANG_STAGE: stageNameSchema(),
   /** JSON object: consumer name → its event source mapping's UUID. */
   TENANG_MAPPINGS: z.pipe(
     z.pipe(
@@ -60,7 +60,7 @@ const ReconcilerEnvSchema = z.object({
       }),
     ),
     z
-      .record(JobTypeSchema.shape.consumer, z.guid('must be an event source mapping UUID'))
+      .record(consumerNameSchema(), z.guid('must be an event source mapping UUID'))
       .check(z.refine((mappings) => Object.keys(mappings).length > 0, 'must name at least one consumer')),
   ),
 });

@@ -3,7 +3,7 @@
  * invalid variable (config fails early and completely, as loadPipelineConfig does).
  */
 import type * as z from '../config/zod';
-import { decodePipeline, type PipelineConfig } from '../config';
+import { decodePipeline, restagePipeline, type PipelineConfig } from '../config';
 
 /** A function's environment is missing or malformed. */
 export class FunctionEnvError extends Error {
@@ -50,18 +50,21 @@ export function checkFunctionEnv<S extends z.ZodMiniType>(
 
 /**
  * The app's pipeline config for the function's stage (TENANG_STAGE) and region (AWS_REGION).
- * The declaration is the one the stack was built with: written as `process.env.TENANG_PIPELINE`
- * so that esbuild replaces it with the JSON at bundle time (lib/infra/tenang-function.ts); a
- * process that runs this code unbundled (a test, the CLI) sets the variable instead. A bundle
- * also carries the config the synth loaded from it (`process.env.TENANG_PIPELINE_RESOLVED`,
- * pipelineBundleDefines); when its stage and region are the function's, that is used as it is.
+ * A function bundled by the stack carries the config the synth loaded from the app's declaration
+ * (`process.env.TENANG_PIPELINE_RESOLVED`, written in by esbuild, lib/infra/tenang-function.ts):
+ * it is used as it is, or, in another stage or region, with the names derived from them derived
+ * again (restagePipeline). A process that runs this code unbundled (a test, the CLI) sets
+ * `TENANG_PIPELINE` to the declaration instead, which is then loaded and validated.
  */
 export function stageConfig(stage: string, region: string | undefined): PipelineConfig {
   const where = region ?? 'us-east-1';
-  const resolved = process.env.TENANG_PIPELINE_RESOLVED;
-  if (resolved !== undefined && resolved !== '') {
-    const config = JSON.parse(resolved) as PipelineConfig;
-    if (config.stage.name === stage && config.stage.region === where) return config;
-  }
-  return decodePipeline(process.env.TENANG_PIPELINE, 'function bundle', stage, where);
+  // process.env.TENANG_PIPELINE_RESOLVED is written out each time, not read into a variable: in a
+  // bundle esbuild then sees the constant, drops this branch and with it the declaration's loader
+  // (its schemas and checks), which no bundled function runs.
+  if (!process.env.TENANG_PIPELINE_RESOLVED)
+    return decodePipeline(process.env.TENANG_PIPELINE, 'function bundle', stage, where);
+  const config = JSON.parse(process.env.TENANG_PIPELINE_RESOLVED) as PipelineConfig;
+  return config.stage.name === stage && config.stage.region === where
+    ? config
+    : restagePipeline(config, stage, where);
 }

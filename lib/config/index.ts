@@ -6,3 +6,4 @@ export * from './load';
 export * from './source';
 export * from './metrics';
 export * from './tables';
+export * from './on-first-use';

@@ -5,10 +5,12 @@
 import type * as z from './zod';
 import {
   AWS_LIMITS,
-  JobTypeSchema,
-  StageSchema,
-  StreamConsumerSchema,
-  TableSchema,
+  jobTypeSchema,
+  regionSchema,
+  stageNameSchema,
+  stageSchema,
+  streamConsumerSchema,
+  tableSchema,
   type JobType,
   type PipelineInput,
   type Stage,
@@ -209,13 +211,13 @@ function checkStreamReferences(
 export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   const problems: string[] = [];
 
-  const stageResult = StageSchema.safeParse(input.stage);
+  const stageResult = stageSchema().safeParse(input.stage);
   if (!stageResult.success) problems.push(...formatIssues('stage', stageResult.error));
 
   // tenang's idempotency table is always there; an app declares only its own.
-  const tables: Table[] = [TableSchema.parse(IDEMPOTENCY_TABLE)];
+  const tables: Table[] = [tableSchema().parse(IDEMPOTENCY_TABLE)];
   (input.tables ?? []).forEach((raw, index) => {
-    const parsed = TableSchema.safeParse(raw);
+    const parsed = tableSchema().safeParse(raw);
     if (!parsed.success) {
       problems.push(...formatIssues(`tables[${index}]`, parsed.error));
       return;
@@ -239,7 +241,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
     problems.push('jobTypes: declare at least one job type');
   declaredJobs.forEach((raw, index) => {
     const at = `jobTypes[${index}]`;
-    const parsed = JobTypeSchema.safeParse(raw);
+    const parsed = jobTypeSchema().safeParse(raw);
     if (!parsed.success) {
       problems.push(...formatIssues(at, parsed.error));
       return;
@@ -252,7 +254,7 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
   const streamConsumers: StreamConsumer[] = [];
   listOf(input.streamConsumers, 'streamConsumers', problems).forEach((raw, index) => {
     const at = `streamConsumers[${index}]`;
-    const parsed = StreamConsumerSchema.safeParse(raw);
+    const parsed = streamConsumerSchema().safeParse(raw);
     if (!parsed.success) {
       problems.push(...formatIssues(at, parsed.error));
       return;
@@ -309,6 +311,32 @@ export function loadPipelineConfig(input: PipelineInput): PipelineConfig {
     tables: tables.map((t) => resolveTable(stage, t)),
     jobTypes: jobTypes.map((j) => resolveJobType(stage, j)),
     streamConsumers: streamConsumers.map((s) => resolveStreamConsumer(stage, s)),
+  };
+}
+
+/**
+ * A loaded config for another stage name or region of the same declaration (what loading the
+ * declaration with that name and region gives): the names derived from them are derived again,
+ * and nothing else is validated again, as the declaration was when the config was loaded. What a
+ * function does with the config its bundle carries, when it runs in another region than declared.
+ * @throws PipelineConfigError when the stage name or the region is not valid
+ */
+export function restagePipeline(config: PipelineConfig, name: string, region: string): PipelineConfig {
+  const nameResult = stageNameSchema().safeParse(name);
+  const regionResult = regionSchema().safeParse(region);
+  const problems = [
+    ...(nameResult.success ? [] : formatIssues('stage.name', nameResult.error)),
+    ...(regionResult.success ? [] : formatIssues('stage.region', regionResult.error)),
+  ];
+  if (problems.length > 0) throw new PipelineConfigError(problems);
+  const stage: Stage = { ...config.stage, name, region };
+  return {
+    declaration: { ...config.declaration, stage: { ...config.declaration.stage, name, region } },
+    stage,
+    degradeFlagName: degradeFlagName(name),
+    tables: config.tables.map((t) => resolveTable(stage, t)),
+    jobTypes: config.jobTypes.map((j) => resolveJobType(stage, j)),
+    streamConsumers: config.streamConsumers.map((s) => resolveStreamConsumer(stage, s)),
   };
 }
 

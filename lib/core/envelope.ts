@@ -3,6 +3,7 @@
  * and a payload, checked against the job type's own schema (a job module's `payload`).
  * A message that does not parse is a permanent error (bad input never improves by retrying).
  */
+import { onFirstUse } from '../config/on-first-use';
 import * as z from '../config/zod';
 import { ValidationError } from './errors';
 
@@ -15,14 +16,17 @@ export const MAX_PAYLOAD_BYTES = 64 * 1024;
 /** A job type name as the config requires it: `domain.action`. */
 export const JOB_TYPE_NAME = /^[a-z]+(\.[a-z]+)+$/;
 
-const EnvelopeSchema = z.object({
-  type: z.string().check(z.regex(JOB_TYPE_NAME, 'must be a job type name such as invoice.issue')),
-  version: z.int().check(z.gte(1)),
-  idempotencyKey: z.string().check(z.minLength(1), z.maxLength(256)),
-  correlationId: z.string().check(z.minLength(1), z.maxLength(128)),
-  payload: z.unknown(),
-  enqueuedAt: z.iso.datetime({ offset: true }),
-});
+/** Built when a consumer parses its first message: a producer only writes envelopes. */
+const envelopeSchema = /* @__PURE__ */ onFirstUse(() =>
+  z.object({
+    type: z.string().check(z.regex(JOB_TYPE_NAME, 'must be a job type name such as invoice.issue')),
+    version: z.int().check(z.gte(1)),
+    idempotencyKey: z.string().check(z.minLength(1), z.maxLength(256)),
+    correlationId: z.string().check(z.minLength(1), z.maxLength(128)),
+    payload: z.unknown(),
+    enqueuedAt: z.iso.datetime({ offset: true }),
+  }),
+);
 
 /** A parsed, validated job whose payload is a `P` (its job type's schema said so). */
 export interface JobEnvelope<P = unknown> {
@@ -62,7 +66,7 @@ export function parseEnvelope<P>(
   } catch (cause) {
     throw new ValidationError('message body is not JSON', [(cause as Error).message], { cause });
   }
-  const envelope = EnvelopeSchema.safeParse(json);
+  const envelope = envelopeSchema().safeParse(json);
   if (!envelope.success) throw new ValidationError('invalid job envelope', issues(envelope.error));
   const e = envelope.data;
   if (e.type !== expectedType) {

@@ -2,27 +2,32 @@
  * Pause and degrade flags (B3, B4, X4). The SSM parameter is the desired state; the event
  * source mapping is the actual state; a reconciler converges them.
  */
+import { onFirstUse } from '../config/on-first-use';
 import * as z from '../config/zod';
 
-/** The JSON value of `/tenang/<stage>/flags/pause/<consumer>`. */
-export const PauseFlagSchema = z.object({
-  paused: z.boolean(),
-  /** Why the consumer is paused; required when paused. */
-  reason: z.optional(z.string().check(z.minLength(1))),
-  /** ISO-8601 instant after which the pause is overdue (it alarms; it does not resume by itself). */
-  until: z.optional(z.iso.datetime({ offset: true })),
-  /** Who set the flag (CLI user, automation). */
-  setBy: z.optional(z.string()),
-});
-export type PauseFlag = z.infer<typeof PauseFlagSchema>;
+/** The JSON value of `/tenang/<stage>/flags/pause/<consumer>`; built when a flag is first read. */
+export const pauseFlagSchema = /* @__PURE__ */ onFirstUse(() =>
+  z.object({
+    paused: z.boolean(),
+    /** Why the consumer is paused; required when paused. */
+    reason: z.optional(z.string().check(z.minLength(1))),
+    /** ISO-8601 instant after which the pause is overdue (it alarms; it does not resume by itself). */
+    until: z.optional(z.iso.datetime({ offset: true })),
+    /** Who set the flag (CLI user, automation). */
+    setBy: z.optional(z.string()),
+  }),
+);
+export type PauseFlag = z.infer<ReturnType<typeof pauseFlagSchema>>;
 
-/** The JSON value of `/tenang/<stage>/flags/degrade`. */
-export const DegradeFlagSchema = z.object({
-  degraded: z.boolean(),
-  reason: z.optional(z.string().check(z.minLength(1))),
-  setBy: z.optional(z.string()),
-});
-export type DegradeFlag = z.infer<typeof DegradeFlagSchema>;
+/** The JSON value of `/tenang/<stage>/flags/degrade`; built when a flag is first read. */
+export const degradeFlagSchema = /* @__PURE__ */ onFirstUse(() =>
+  z.object({
+    degraded: z.boolean(),
+    reason: z.optional(z.string().check(z.minLength(1))),
+    setBy: z.optional(z.string()),
+  }),
+);
+export type DegradeFlag = z.infer<ReturnType<typeof degradeFlagSchema>>;
 
 /** The value a pause flag is created with. */
 export const NOT_PAUSED: PauseFlag = { paused: false };
@@ -53,7 +58,7 @@ export function readPauseFlag(raw: string | undefined, now: Date): PauseState {
   } catch {
     return { paused: false, reason: undefined, until: undefined, overdue: false, invalid: 'not JSON' };
   }
-  const parsed = PauseFlagSchema.safeParse(json);
+  const parsed = pauseFlagSchema().safeParse(json);
   if (!parsed.success) {
     const invalid = parsed.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join('; ');
     return { paused: false, reason: undefined, until: undefined, overdue: false, invalid };
@@ -72,7 +77,7 @@ export function readPauseFlag(raw: string | undefined, now: Date): PauseState {
 export function readDegradeFlag(raw: string | undefined): DegradeFlag {
   if (raw === undefined) return NOT_DEGRADED;
   try {
-    const parsed = DegradeFlagSchema.safeParse(JSON.parse(raw));
+    const parsed = degradeFlagSchema().safeParse(JSON.parse(raw));
     return parsed.success ? parsed.data : NOT_DEGRADED;
   } catch {
     return NOT_DEGRADED;

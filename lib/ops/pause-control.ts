@@ -5,7 +5,7 @@
  */
 import { GetParameterCommand, ParameterNotFound, PutParameterCommand } from '@aws-sdk/client-ssm';
 import { LambdaMappingControl } from '../adapters/aws/lambda-mappings';
-import { PauseFlagSchema, readPauseFlag, type PauseFlag, type PauseState } from '../core/flags';
+import { pauseFlagSchema, readPauseFlag, type PauseFlag, type PauseState } from '../core/flags';
 import { CommandFailedError, type CliContext } from './cli-context';
 import { discoverResources, mappingOf, type ConsumerEntry } from './pipeline-resources';
 
@@ -34,7 +34,7 @@ export async function applyPause(
   flag: PauseFlag,
   opts: { readonly dryRun: boolean; readonly timeoutMs?: number },
 ): Promise<PauseResult> {
-  const value = PauseFlagSchema.parse(flag);
+  const value = pauseFlagSchema().parse(flag);
   const flagName = entry.kind === 'queue' ? entry.jobType.pauseFlagName : entry.stream.pauseFlagName;
   const resources = await discoverResources(context);
   const mapping = mappingOf(context, resources, entry.consumer);

@@ -9,7 +9,7 @@
  * fails, so the stream mapping retries it (bisecting the batch) until the cache converges. A record
  * of an entity this function does not know is logged and skipped, never retried forever.
  */
-import { StageSchema } from 'tenang/config';
+import { stageNameSchema } from 'tenang/config';
 import { ORDER_ENTITY, readOrderChange } from '../domain';
 import {
   BatchProcessor,
@@ -53,7 +53,7 @@ export const SERVICE_NAME = 'cache-invalidator';
 export const CacheInvalidatorEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
-    TENANG_STAGE: StageSchema.shape.name,
+    TENANG_STAGE: stageNameSchema(),
     /** Crash injection points (local platform and chaos tests only). */
     TENANG_CRASH_POINTS: z.optional(z.string()),
   })

@@ -12,7 +12,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 
-import { StageSchema, jobTypeByName, type ResolvedJobType } from 'tenang/config';
+import { stageNameSchema, jobTypeByName, type ResolvedJobType } from 'tenang/config';
 import {
   InventoryReservePayload,
   OrderLineSchema,
@@ -79,7 +79,7 @@ const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1))
 
 /** The function's environment. */
 export const IngressEnvSchema = z.object({
-  TENANG_STAGE: StageSchema.shape.name,
+  TENANG_STAGE: stageNameSchema(),
   AWS_REGION: nonEmpty(),
   ORDERS_TABLE: nonEmpty(),
   DEDUP_TABLE: nonEmpty(),

@@ -3,7 +3,7 @@
  * loads DynamoDB (strongly consistent) and writes back under the version fence; when Redis is
  * down or slow the order is served from DynamoDB as a bypass. `X-Cache` says which.
  */
-import { StageSchema } from 'tenang/config';
+import { stageNameSchema } from 'tenang/config';
 import { DynamoDbOrderStore, orderCacheKey, OrderSchema, type Order, type OrderStore } from '../domain';
 import {
   CACHE_ENV_SHAPE,
@@ -46,7 +46,7 @@ export const CACHE_HEADER = 'X-Cache';
 export const OrderReaderEnvSchema = z
   .object({
     ...CACHE_ENV_SHAPE,
-    TENANG_STAGE: StageSchema.shape.name,
+    TENANG_STAGE: stageNameSchema(),
     ORDERS_TABLE: z.string().check(z.minLength(1)),
   })
   .check(cacheEnvCheck());

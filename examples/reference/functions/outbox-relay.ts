@@ -10,7 +10,7 @@
  * shed (counted and logged, never dropped silently) and reservations are enqueued with a delay.
  */
 
-import { jobTypeByName, StageSchema, type Criticality, type PipelineConfig } from 'tenang/config';
+import { jobTypeByName, stageNameSchema, type Criticality, type PipelineConfig } from 'tenang/config';
 import {
   becamePaid,
   DynamoDbDedupStore,
@@ -73,7 +73,7 @@ const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1))
 
 /** The function's environment. */
 export const OutboxRelayEnvSchema = z.object({
-  TENANG_STAGE: StageSchema.shape.name,
+  TENANG_STAGE: stageNameSchema(),
   AWS_REGION: nonEmpty(),
   // `<JOB_TYPE>_QUEUE_URL` (queueUrlVariable): the stack sets one per job type in resources.queues.
   NOTIFICATION_SEND_QUEUE_URL: z.url(),
@@ -252,7 +252,9 @@ export function createHandler(
         throwOnFullBatchFailure: false,
       });
     } finally {
-      deps.metrics.publishStoredMetrics();
+      // Most batches record no metric (an order change that is no payment); publishing nothing
+      // would log a warning per batch.
+      if (deps.metrics.hasStoredMetrics()) deps.metrics.publishStoredMetrics();
     }
   };
 }

@@ -542,7 +542,8 @@ export function createSqsJobRunner<P>(
         processInParallel: opts.processInParallel ?? true,
       });
     } finally {
-      opts.metrics.publishStoredMetrics();
+      // Every record records a metric; publishing none (an empty batch) would only log a warning.
+      if (opts.metrics.hasStoredMetrics()) opts.metrics.publishStoredMetrics();
     }
   };
 }

@@ -6,12 +6,11 @@
  * A down Redis fails fast: no offline queue, one retry at most, a short command timeout (D4).
  * Blocking reads (a stampede's waiters, C4) run on connections of their own, opened on first use.
  */
-import { fromEnv } from '@aws-sdk/credential-provider-env';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import Redis, { type RedisOptions } from 'ioredis';
 import * as z from '../../config/zod';
 import { CacheUnavailableError } from '../../core/errors';
-import { IamTokenSource, type IamTokenTarget } from './elasticache-iam';
+import { environmentCredentials, IamTokenSource, type IamTokenTarget } from './elasticache-iam';
 
 const nonEmpty = (): z.ZodMiniString<string> => z.string().check(z.minLength(1));
 
@@ -144,7 +143,7 @@ export class RedisConnection {
   public constructor(settings: CacheConnectionSettings, options: RedisConnectionOptions) {
     this.tokens =
       settings.kind === 'endpoint' && settings.iam !== undefined
-        ? new IamTokenSource(settings.iam, options.credentials ?? fromEnv(), options.clock)
+        ? new IamTokenSource(settings.iam, options.credentials ?? environmentCredentials(), options.clock)
         : undefined;
     this.connectTimeoutMs = options.connectTimeoutMs ?? Math.max(1000, 4 * options.commandTimeoutMs);
     this.commandTimeoutMs = options.commandTimeoutMs;

@@ -104,6 +104,38 @@ export async function elastiCacheIamToken(
   return `${target.cacheName}/?${pairs.join('&')}`;
 }
 
+/**
+ * The function's own credentials as Lambda gives them (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN, AWS_CREDENTIAL_EXPIRATION), read when a token is signed. The SDK's fromEnv
+ * reads the same variables, but importing it keeps @aws-sdk/core's endpoint rules (about 19 KB,
+ * a module declared side-effectful) in every cache-using function's bundle, parsed at each cold
+ * start for nothing: signing a token resolves no endpoint.
+ * @throws Error (rejects) when the key or the secret is not set
+ */
+export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentialIdentityProvider {
+  return () => {
+    const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
+    if (
+      accessKeyId === undefined ||
+      accessKeyId === '' ||
+      secretAccessKey === undefined ||
+      secretAccessKey === ''
+    )
+      return Promise.reject(
+        new Error(
+          'no credentials in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set',
+        ),
+      );
+    const { AWS_SESSION_TOKEN: sessionToken, AWS_CREDENTIAL_EXPIRATION: expiration } = env;
+    return Promise.resolve({
+      accessKeyId,
+      secretAccessKey,
+      ...(sessionToken === undefined || sessionToken === '' ? {} : { sessionToken }),
+      ...(expiration === undefined || expiration === '' ? {} : { expiration: new Date(expiration) }),
+    });
+  };
+}
+
 /** Holds the current token and replaces it once it is IAM_TOKEN_REFRESH_SECONDS old. */
 export class IamTokenSource {
   private current: { readonly token: string; readonly issuedAtMs: number } | undefined;

@@ -1,7 +1,7 @@
 /** `tenang degrade on|off --reason <text>` (B3): the stage's degrade flag. */
 import type { Command } from 'commander';
 import * as z from '../../config/zod';
-import { DegradeFlagSchema, type DegradeFlag } from '../../core/flags';
+import { degradeFlagSchema, type DegradeFlag } from '../../core/flags';
 import type { CliContext, RegisterCommand } from '../cli-context';
 import { parseOptions } from '../options';
 
@@ -46,7 +46,7 @@ Examples:
     .action(async (mode: string, _opts: unknown, cmd: Command) => {
       const opts = parseOptions(DegradeOptionsSchema, { ...cmd.optsWithGlobals(), mode });
       const ctx = context();
-      const flag: DegradeFlag = DegradeFlagSchema.parse(
+      const flag: DegradeFlag = degradeFlagSchema().parse(
         opts.mode === 'on'
           ? { degraded: true, reason: opts.reason, setBy: ctx.actor }
           : { degraded: false, ...(opts.reason ? { reason: opts.reason } : {}), setBy: ctx.actor },

@@ -1,6 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
+import { fromEnv } from '@aws-sdk/credential-provider-env';
 import {
   elastiCacheIamToken,
+  environmentCredentials,
   IAM_TOKEN_EXPIRY_SECONDS,
   IAM_TOKEN_REFRESH_SECONDS,
   IamTokenSource,
@@ -149,5 +151,53 @@ describe('Class: IamTokenSource', () => {
     // Assess
     expect(new Set(tokens).size).toBe(1);
     expect(credentials).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('Function: environmentCredentials', () => {
+  const saved = { ...process.env };
+
+  afterEach(() => {
+    process.env = { ...saved };
+  });
+
+  it("when the function's credentials are set, it resolves the ones the SDK's fromEnv resolves", async () => {
+    // Prepare
+    process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
+    process.env.AWS_SESSION_TOKEN = CREDENTIALS.sessionToken;
+    process.env.AWS_CREDENTIAL_EXPIRATION = '2030-06-01T18:00:00Z';
+
+    // Act
+    const credentials = await environmentCredentials()();
+
+    // Assess
+    expect(credentials).toEqual({
+      ...CREDENTIALS,
+      expiration: new Date('2030-06-01T18:00:00Z'),
+    });
+    expect(await fromEnv()()).toMatchObject(credentials);
+  });
+
+  it('when there is no session token, it resolves the key and secret alone', async () => {
+    // Act
+    const credentials = await environmentCredentials({
+      AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+    })();
+
+    // Assess
+    expect(credentials).toEqual({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' });
+  });
+
+  it('when the secret is not set, it rejects naming the variables', async () => {
+    // Act
+    const resolved = environmentCredentials({
+      AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+      AWS_SECRET_ACCESS_KEY: '',
+    })();
+
+    // Assess
+    await expect(resolved).rejects.toThrow(/AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/);
   });
 });

@@ -156,32 +156,43 @@ describe('Function: stageConfig', () => {
       expect(JSON.parse(JSON.parse(resolvedLiteral) as string)).toEqual(decodePipeline(encoded, 'test'));
     });
 
-    it("when its stage and region are the function's, it is used as it is: the declaration is not read", () => {
-      // Arrange: a declaration that no longer loads shows it is not read.
+    /**
+     * stageConfig as a bundled function calls it: the compiled-in config set, and a declaration
+     * that no longer loads, which shows it is not read.
+     */
+    function bundledStageConfig(stage: string, region: string): unknown {
       process.env.TENANG_PIPELINE_RESOLVED = JSON.parse(resolvedLiteral) as string;
       const declaration = process.env.TENANG_PIPELINE;
       process.env.TENANG_PIPELINE = '{ not json';
-
       try {
-        // Act
-        const config = stageConfig('dev', 'us-east-1');
-
-        // Assess
-        expect(config).toEqual(decodePipeline(encoded, 'test'));
+        return stageConfig(stage, region);
       } finally {
         process.env.TENANG_PIPELINE = declaration;
       }
-    });
+    }
 
-    it('when the function runs in another stage or region, the declaration is loaded for it instead', () => {
-      // Arrange
-      process.env.TENANG_PIPELINE_RESOLVED = JSON.parse(resolvedLiteral) as string;
-
+    it("when its stage and region are the function's, it is used as it is: the declaration is not read", () => {
       // Act
-      const config = stageConfig('dev', 'eu-west-1');
+      const config = bundledStageConfig('dev', 'us-east-1');
 
       // Assess
-      expect(config.stage).toMatchObject({ name: 'dev', region: 'eu-west-1' });
+      expect(config).toEqual(decodePipeline(encoded, 'test'));
+    });
+
+    it('when the function runs in another stage or region, it is that config with the names derived again, as loading the declaration there gives', () => {
+      // Act
+      const config = bundledStageConfig('prod', 'eu-west-1');
+
+      // Assess
+      expect(config).toEqual(decodePipeline(encoded, 'test', 'prod', 'eu-west-1'));
+    });
+
+    it('when the function runs under a stage name that is not valid, it fails with the pipeline config error', () => {
+      // Act
+      const act = (): unknown => bundledStageConfig('Prod!', 'eu-west-1');
+
+      // Assess
+      expect(act).toThrow(/stage\.name/);
     });
 
     it('when the declaration is not valid, the defines fail at synth, not at a cold start', () => {

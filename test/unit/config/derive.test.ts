@@ -3,9 +3,9 @@ import {
   ALARM_PERIOD_SECONDS,
   AWS_LIMITS,
   DLQ_RETENTION_SECONDS,
-  JobTypeSchema,
-  StageSchema,
-  StreamConsumerSchema,
+  jobTypeSchema,
+  stageSchema,
+  streamConsumerSchema,
   backoffCeilingSeconds,
   degradeFlagName,
   deriveAlarmSettings,
@@ -20,8 +20,8 @@ import {
 } from '../../../lib/config';
 import { fifoJobTypeInput, jobTypeInput, stageInput, streamConsumerInput } from './builders';
 
-const stage = StageSchema.parse(stageInput({ name: 'dev' }));
-const jobType = (overrides: Partial<JobTypeInput> = {}) => JobTypeSchema.parse(jobTypeInput(overrides));
+const stage = stageSchema().parse(stageInput({ name: 'dev' }));
+const jobType = (overrides: Partial<JobTypeInput> = {}) => jobTypeSchema().parse(jobTypeInput(overrides));
 
 /** Any timeout and batching window the schema accepts. */
 const validTimeout = fc.integer({
@@ -311,7 +311,7 @@ describe('Function: resolveJobType', () => {
 
   it('when the queue is FIFO, it names both the queue and the DLQ with a .fifo suffix', () => {
     // Prepare
-    const job = JobTypeSchema.parse(fifoJobTypeInput({ name: 'payment.capture' }));
+    const job = jobTypeSchema().parse(fifoJobTypeInput({ name: 'payment.capture' }));
 
     // Act
     const resolved = resolveJobType(stage, job);
@@ -379,7 +379,7 @@ describe('Function: resolveJobType', () => {
 describe('Function: resolveStreamConsumer', () => {
   it('when resolved, it derives the pause flag, the on-failure queue name and critical 1-of-1 alarms', () => {
     // Prepare
-    const consumer = StreamConsumerSchema.parse(
+    const consumer = streamConsumerSchema().parse(
       streamConsumerInput({ consumer: 'outbox-relay', latencyObjectiveSeconds: 300 }),
     );
 

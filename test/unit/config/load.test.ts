@@ -5,6 +5,7 @@ import {
   PipelineConfigError,
   jobTypeByName,
   loadPipelineConfig,
+  restagePipeline,
   type PipelineInput,
   type StageInput,
 } from '../../../lib/config';
@@ -842,5 +843,32 @@ describe('Function: jobTypeByName', () => {
     expect(error.problems).toEqual([
       'unknown job type "payment.refund"; known: payment.capture, notification.send, inventory.reserve',
     ]);
+  });
+});
+
+describe('Function: restagePipeline', () => {
+  const declaration = referencePipeline('dev', 'us-east-1');
+  const config = loadPipelineConfig(declaration);
+
+  it('when given another stage name and region, it equals the declaration loaded with them', () => {
+    // Act
+    const restaged = restagePipeline(config, 'prod', 'eu-west-1');
+
+    // Assess
+    expect(restaged).toEqual(
+      loadPipelineConfig({
+        ...declaration,
+        stage: { ...declaration.stage, name: 'prod', region: 'eu-west-1' },
+      }),
+    );
+    expect(jobTypeByName(restaged, 'inventory.reserve').queueName).toBe('tenang-prod-inventory-reserve');
+  });
+
+  it('when the stage name and the region are not valid, it throws one PipelineConfigError naming both', () => {
+    // Act
+    const error = rejection(() => restagePipeline(config, 'Prod!', 'europe'));
+
+    // Assess
+    expect(error.problems).toEqual([problemAt('stage.name'), problemAt('stage.region', 'AWS region')]);
   });
 });

@@ -17,7 +17,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
 import { CommanderError } from 'commander';
 import { exitCodeFor, runCaptured, type CapturedRun } from '../../../bin/tenang';
-import { PauseFlagSchema } from '../../../lib/core/flags';
+import { pauseFlagSchema } from '../../../lib/core/flags';
 import { CommandFailedError, UsageError } from '../../../lib/ops/cli-context';
 import { DegradeOptionsSchema } from '../../../lib/ops/commands/degrade';
 import { DlqReplayOptionsSchema } from '../../../lib/ops/commands/dlq';
@@ -165,7 +165,7 @@ describe('Function: run', () => {
     expect(result.out).toContain('paused payment-consumer until 2026-03-01T14:00:00.000Z');
     const put = ssm.commandCalls(PutParameterCommand)[0]?.args[0].input;
     expect(put?.Name).toBe('/tenang/unit/flags/pause/payment-consumer');
-    expect(PauseFlagSchema.parse(JSON.parse(put?.Value ?? ''))).toEqual({
+    expect(pauseFlagSchema().parse(JSON.parse(put?.Value ?? ''))).toEqual({
       paused: true,
       reason: 'provider outage',
       until: '2026-03-01T14:00:00.000Z',
