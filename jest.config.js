@@ -20,8 +20,6 @@ const base = {
 };
 
 module.exports = {
-  // Long suites first, so that two workers finish together (scripts/test-lanes.ts).
-  testSequencer: '<rootDir>/test/helpers/sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
