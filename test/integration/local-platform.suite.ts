@@ -18,17 +18,12 @@ import { pauseFlagName } from '../../lib/config';
 import { makeEnvelope } from '../../lib/core/envelope';
 import type { LocalPlatform } from '../../lib/local/platform';
 import { streamRecord } from '../helpers/dynamodb-stream';
+import { until as pollUntil } from '../../lib/drills/drill';
 import type { SharedPlatform } from '../helpers/shared-platform';
 
-async function until<T>(probe: () => Promise<T | undefined>, what: string, deadlineMs = 30_000): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** The drills' poll, with these suites' 30 s deadline. */
+const until = <T>(probe: () => Promise<T | undefined>, what: string, deadlineMs = 30_000): Promise<T> =>
+  pollUntil(probe, what, deadlineMs);
 
 /** Registers the suite on the platform `shared` gives. */
 export function describeLocalPlatform(shared: () => SharedPlatform): void {
