@@ -157,6 +157,26 @@ describe('Function: checkChaos', () => {
     expect(checkChaos({ ...good, dlq: [...good.dlq, ...good.dlq] }).dlq.holds).toBe(true);
   });
 
+  it('when SQS redrove a copy of poison the runner had dead-lettered as permanent, the DLQ rule holds; when SQS alone moved it, it fails', () => {
+    const good = goodHistory();
+    const redriven = {
+      ...good.dlq[0],
+      errorClass: 'redriven by SQS (maxReceiveCount)',
+      errorKind: undefined,
+    } as (typeof good.dlq)[number];
+    expect(checkChaos({ ...good, dlq: [...good.dlq, redriven] }).dlq.holds).toBe(true);
+    const onlyRedriven = checkChaos({ ...good, dlq: [redriven] }).dlq;
+    expect(onlyRedriven.holds).toBe(false);
+    expect(onlyRedriven.violations.join('\n')).toMatch(/redriven by SQS.*not permanent/);
+    // A copy classified as something other than permanent still fails beside a permanent one.
+    const transient = {
+      ...good.dlq[0],
+      errorClass: 'TransientError',
+      errorKind: 'transient',
+    } as (typeof good.dlq)[number];
+    expect(checkChaos({ ...good, dlq: [...good.dlq, transient] }).dlq.holds).toBe(false);
+  });
+
   it('when a dead letter is not injected poison, or the poison is missing, the DLQ rule fails', () => {
     const good = goodHistory();
     const extra = {
