@@ -69,6 +69,14 @@ export const STREAM_READER_HEADER = 'x-tenang-stream-reader';
 /** How long a shard poller waits after a read that found no records, ms: the stream's poll interval when idle. */
 export const IDLE_WAIT_MS = 200;
 
+/**
+ * How long a shard poller keeps reading with the iterator an empty read returned before it
+ * renews it after the last record read, ms. Renewing on every empty read cost a GetShardIterator
+ * per poll (5 a second per shard, about a fifth of an idle platform's requests to moto); renewing
+ * at this pace still finds a shard moto replaced (see pollShard) within two seconds.
+ */
+export const ITERATOR_RENEW_MS = 2_000;
+
 function recordTimeMs(r: DynamoDBRecord): number {
   return (r.dynamodb?.ApproximateCreationDateTime ?? 0) * 1000;
 }
@@ -137,10 +145,12 @@ export class StreamEventSource {
   private async pollShard(shardId: string): Promise<void> {
     let iterator: string | undefined;
     let pending: DynamoDBRecord[] = [];
-    // The last sequence number read from the shard. When a read comes back empty the iterator is
-    // renewed after it: moto replaces a table's stream shard when it rolls back a cancelled
-    // TransactWriteItems, and an iterator into the discarded shard would never see another record.
+    // The last sequence number read from the shard. After reads have come back empty for
+    // ITERATOR_RENEW_MS the iterator is renewed after it: moto replaces a table's stream shard when
+    // it rolls back a cancelled TransactWriteItems, and an iterator into the discarded shard would
+    // never see another record.
     let lastRead: string | undefined;
+    let iteratorAt = 0;
     while (this.running) {
       if (!this.hooks.isEnabled()) {
         await sleep(IDLE_WAIT_MS);
@@ -148,6 +158,7 @@ export class StreamEventSource {
       }
       this.active += 1;
       try {
+        if (iterator === undefined) iteratorAt = Date.now();
         iterator ??= (
           await this.streams.send(
             new GetShardIteratorCommand({
@@ -166,7 +177,10 @@ export class StreamEventSource {
             ),
           );
           const records = out.Records ?? [];
-          iterator = records.length === 0 ? undefined : out.NextShardIterator;
+          iterator =
+            records.length === 0 && Date.now() - iteratorAt >= ITERATOR_RENEW_MS
+              ? undefined
+              : out.NextShardIterator;
           const last = records[records.length - 1]?.dynamodb?.SequenceNumber;
           if (last !== undefined) lastRead = last;
           pending = pending.concat(records.map((r) => toDynamoDbRecord(r, this.spec.streamArn, this.region)));
