@@ -51,6 +51,8 @@ export interface InvariantJobTypes {
 export interface OrderFlowFacts {
   readonly jobTypes: InvariantJobTypes;
   readonly accepted: readonly AcceptedPayment[];
+  /** Payment ids the client gave up on without a definite answer (TrafficGenerator.unsettled). @default none */
+  readonly unsettled?: readonly string[];
   readonly charges: readonly LedgerFact[];
   readonly messages: readonly LedgerFact[];
   /** Order state by order id; an order not found is absent. */
@@ -87,23 +89,33 @@ function distinctPayments(accepted: readonly AcceptedPayment[]): AcceptedPayment
   return [...byId.values()];
 }
 
-/** Exactly one charge per accepted payment key, and no charge nobody accepted. */
+/**
+ * Exactly one charge per accepted payment key, at most one per payment the client gave up on
+ * without a definite answer, and no charge nobody asked for.
+ */
 export function exactlyOneChargePerKey(facts: InvariantFacts): InvariantResult {
   const payments = distinctPayments(facts.accepted);
   const expected = new Set(payments.map((p) => paymentCaptureKey(p.paymentId)));
+  const unsettled = new Set(
+    (facts.unsettled ?? []).map((id) => paymentCaptureKey(id)).filter((key) => !expected.has(key)),
+  );
   const charged = countBy(facts.charges, (c) => c.idempotencyKey);
   const violations: string[] = [];
   for (const key of expected) {
     const n = charged.get(key) ?? 0;
     if (n !== 1) violations.push(`${key}: charged ${n} times`);
   }
+  let unsettledCharged = 0;
   for (const [key, n] of charged) {
-    if (!expected.has(key))
+    if (unsettled.has(key)) {
+      unsettledCharged += 1;
+      if (n > 1) violations.push(`${key}: charged ${n} times (a payment the client gave up on unanswered)`);
+    } else if (!expected.has(key))
       violations.push(`${key}: charged ${n} time(s) but no payment with this key was accepted`);
   }
   return verdict(
     'exactly one charge per payment key (provider ledger)',
-    `${expected.size} accepted payment keys, ${facts.charges.length} charges`,
+    `${expected.size} accepted payment keys, ${facts.charges.length} charges${unsettled.size > 0 ? `; ${unsettled.size} payment(s) given up unanswered (timeouts, 5xx), ${unsettledCharged} of them charged once` : ''}`,
     violations,
   );
 }

@@ -307,6 +307,7 @@ export class OrderFlowRun implements ScenarioFlowRun {
         inventory: targets.inventory.name,
       },
       accepted,
+      unsettled: this.traffic.unsettled(),
       charges: platform.providers.payment.ledger(),
       messages: platform.providers.messaging.ledger(),
       orderStates,

@@ -91,6 +91,7 @@ export class TrafficGenerator {
     skippedTicks: 0,
   };
   private readonly acceptedPayments: AcceptedPayment[] = [];
+  private readonly unsettledPayments: string[] = [];
   private readonly readable: string[] = [];
   private readonly pending = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -102,6 +103,15 @@ export class TrafficGenerator {
 
   public constructor(private readonly opts: TrafficOptions) {
     this.random = opts.random ?? Math.random;
+  }
+
+  /**
+   * The payments given up without a definite answer: every answer was a timeout, a 5xx, a network
+   * error or a 409, so the client cannot know whether its job was enqueued (an ingress that times
+   * out after its send is answered 503 by the API). Each may be charged once, never twice.
+   */
+  public unsettled(): readonly string[] {
+    return [...this.unsettledPayments];
   }
 
   /** Every payment accepted so far (by the API, or recorded by an incident). */
@@ -206,6 +216,8 @@ export class TrafficGenerator {
       await sleep(this.opts.retryDelayMs ?? 1000);
     }
     this.stats.paymentsAbandoned += 1;
+    if (statuses.some((status) => status === 0 || status === 409 || status >= 500))
+      this.unsettledPayments.push(paymentId);
     this.opts.log(`traffic: payment ${paymentId} not accepted (answers ${statuses.join(', ')})`);
     return { accepted: false, statuses, duplicates };
   }

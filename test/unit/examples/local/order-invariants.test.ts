@@ -142,6 +142,22 @@ describe('Module: order-invariants', () => {
       expect(names).toEqual(['exactly one charge per payment key (provider ledger)']);
     });
 
+    it('when the client gave up on a payment unanswered (a 503 after the send), one charge of it holds and two fail', () => {
+      // Prepare: pay-9 was answered 503 by a timed-out ingress whose send had gone through.
+      const facts = { ...healthy(), unsettled: ['pay-9'] };
+      const ghost = { idempotencyKey: paymentCaptureKey('pay-9') };
+
+      // Act
+      const once = failing({ ...facts, charges: [...facts.charges, ghost] });
+      const none = failing(facts);
+      const twice = failing({ ...facts, charges: [...facts.charges, ghost, ghost] });
+
+      // Assess
+      expect(once).toEqual([]);
+      expect(none).toEqual([]);
+      expect(twice).toEqual(['exactly one charge per payment key (provider ledger)']);
+    });
+
     it('when the same payment was accepted twice (a repeated request), it still needs one charge only', () => {
       // Prepare
       const facts = healthy();
