@@ -80,4 +80,75 @@ describe('Class: SqsEventSource', () => {
     expect(told).toEqual([['m1', 'm3']]);
     expect(source.stats.deleted).toBe(2);
   });
+
+  it('when the queue is empty, one poller long-polls and the others wait; when a receive finds work, they all poll again', async () => {
+    // Arrange: an empty long poll takes 20 ms; after `work` is set, every receive gets a message.
+    sqsMock.on(GetQueueAttributesCommand).resolves({ Attributes: { VisibilityTimeout: '30' } });
+    sqsMock.on(DeleteMessageBatchCommand).resolves({ Successful: [{ Id: '0' }] });
+    let work = false;
+    let receives = 0;
+    let sequence = 0;
+    const polling = new Set<number>();
+    let mostAtOnce = 0;
+    sqsMock.on(ReceiveMessageCommand).callsFake(async () => {
+      receives += 1;
+      const me = ++sequence;
+      polling.add(me);
+      mostAtOnce = Math.max(mostAtOnce, polling.size);
+      await new Promise((r) => setTimeout(r, 20));
+      polling.delete(me);
+      if (!work) return { Messages: [] };
+      return { Messages: [receivedMessage(`m${me}`, `r${me}`)] };
+    });
+    const invoked: string[] = [];
+    const source = new SqsEventSource(
+      {
+        uuid: 'u1',
+        functionName: 'fn',
+        queueUrl: 'http://localhost/123456789012/q',
+        queueArn: 'arn:aws:sqs:us-east-1:123456789012:q',
+        batchSize: 1,
+        batchingWindowSeconds: 0,
+        maxConcurrency: 5,
+        reportBatchItemFailures: true,
+      },
+      new SQSClient({ region: 'us-east-1' }),
+      {
+        isEnabled: () => true,
+        invoke: async (event) => {
+          invoked.push(...event.Records.map((r) => r.messageId));
+          // A slow invocation: the other pollers must take the next messages meanwhile.
+          await new Promise((r) => setTimeout(r, 50));
+          return OK;
+        },
+      },
+    );
+
+    // Act
+    source.start();
+    let idleReceives = 0;
+    let idleMostAtOnce = 0;
+    try {
+      // All five poll at first; once their first empty receives are back, one goes on.
+      await new Promise((r) => setTimeout(r, 100));
+      receives = 0;
+      mostAtOnce = 0;
+      await new Promise((r) => setTimeout(r, 400));
+      idleReceives = receives;
+      idleMostAtOnce = mostAtOnce;
+      mostAtOnce = 0;
+      work = true;
+      await new Promise((r) => setTimeout(r, 300));
+    } finally {
+      work = false;
+      await source.stop();
+    }
+
+    // Assess: idle, five pollers polling each 20 ms would make about 100 receives in 400 ms.
+    expect(idleMostAtOnce).toBe(1);
+    expect(idleReceives).toBeLessThan(40);
+    // With work, several pollers receive at once and deliver side by side.
+    expect(mostAtOnce).toBeGreaterThan(1);
+    expect(invoked.length).toBeGreaterThan(6);
+  });
 });
