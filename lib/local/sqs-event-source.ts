@@ -11,9 +11,9 @@
  *
  * An idle mapping long-polls with one poller, not all of them: a poller whose receive came back
  * empty while another was receiving waits until a receive finds messages (then every poller
- * polls), until no other poller is receiving, or PARKED_POLLER_MS. Every poller long-polling an
- * empty queue was 20 ReceiveMessage calls a second on an idle reference platform, 40% of its
- * requests to moto; there is always one poller receiving unless all are delivering.
+ * polls) or PARKED_POLLER_MS. The last poller to come back empty never waits, so one is always
+ * receiving unless all are delivering. Every poller long-polling an empty queue was 20
+ * ReceiveMessage calls a second on an idle reference platform, 40% of its requests to moto.
  */
 import {
   DeleteMessageBatchCommand,
