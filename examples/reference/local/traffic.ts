@@ -216,8 +216,9 @@ export class TrafficGenerator {
       await sleep(this.opts.retryDelayMs ?? 1000);
     }
     this.stats.paymentsAbandoned += 1;
-    if (statuses.some((status) => status === 0 || status === 409 || status >= 500))
-      this.unsettledPayments.push(paymentId);
+    // Every answer but the last was one of these (the loop retries only on them): the last says it.
+    const last = statuses[statuses.length - 1] ?? 0;
+    if (last === 0 || last === 409 || last >= 500) this.unsettledPayments.push(paymentId);
     this.opts.log(`traffic: payment ${paymentId} not accepted (answers ${statuses.join(', ')})`);
     return { accepted: false, statuses, duplicates };
   }

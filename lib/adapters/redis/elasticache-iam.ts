@@ -113,25 +113,24 @@ export async function elastiCacheIamToken(
  * @throws Error (rejects) when the key or the secret is not set
  */
 export function environmentCredentials(env: NodeJS.ProcessEnv = process.env): AwsCredentialIdentityProvider {
+  /** A variable's value, or undefined when it is unset or empty. */
+  const set = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
   return () => {
-    const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = env;
-    if (
-      accessKeyId === undefined ||
-      accessKeyId === '' ||
-      secretAccessKey === undefined ||
-      secretAccessKey === ''
-    )
+    const accessKeyId = set('AWS_ACCESS_KEY_ID');
+    const secretAccessKey = set('AWS_SECRET_ACCESS_KEY');
+    if (accessKeyId === undefined || secretAccessKey === undefined)
       return Promise.reject(
         new Error(
           'no credentials in the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set',
         ),
       );
-    const { AWS_SESSION_TOKEN: sessionToken, AWS_CREDENTIAL_EXPIRATION: expiration } = env;
+    const sessionToken = set('AWS_SESSION_TOKEN');
+    const expiration = set('AWS_CREDENTIAL_EXPIRATION');
     return Promise.resolve({
       accessKeyId,
       secretAccessKey,
-      ...(sessionToken === undefined || sessionToken === '' ? {} : { sessionToken }),
-      ...(expiration === undefined || expiration === '' ? {} : { expiration: new Date(expiration) }),
+      ...(sessionToken === undefined ? {} : { sessionToken }),
+      ...(expiration === undefined ? {} : { expiration: new Date(expiration) }),
     });
   };
 }

@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
 import type { InvokeResult } from '../../../lib/local/function-host';
-import { SqsEventSource } from '../../../lib/local/sqs-event-source';
+import { SqsEventSource, type SqsMappingSpec } from '../../../lib/local/sqs-event-source';
 import { receivedMessage } from '../../helpers/sqs-events';
 
 const sqsMock = mockClient(SQSClient);
@@ -22,6 +22,19 @@ const OK: InvokeResult = { status: 'ok', result: { batchItemFailures: [] }, dura
 beforeEach(() => {
   sqsMock.reset();
 });
+
+/** A mapping of queue `q` to function `fn` with its batch size and pollers. */
+function mapping(size: Pick<SqsMappingSpec, 'batchSize' | 'maxConcurrency'>): SqsMappingSpec {
+  return {
+    uuid: 'u1',
+    functionName: 'fn',
+    queueUrl: 'http://localhost/123456789012/q',
+    queueArn: 'arn:aws:sqs:us-east-1:123456789012:q',
+    batchingWindowSeconds: 0,
+    reportBatchItemFailures: true,
+    ...size,
+  };
+}
 
 describe('Class: SqsEventSource', () => {
   it('when a delete entry fails, the done hook is told only the ids that were deleted', async () => {
@@ -47,16 +60,7 @@ describe('Class: SqsEventSource', () => {
     let deleted: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (deleted = resolve));
     const source = new SqsEventSource(
-      {
-        uuid: 'u1',
-        functionName: 'fn',
-        queueUrl: 'http://localhost/123456789012/q',
-        queueArn: 'arn:aws:sqs:us-east-1:123456789012:q',
-        batchSize: 10,
-        batchingWindowSeconds: 0,
-        maxConcurrency: 1,
-        reportBatchItemFailures: true,
-      },
+      mapping({ batchSize: 10, maxConcurrency: 1 }),
       new SQSClient({ region: 'us-east-1' }),
       {
         isEnabled: () => true,
@@ -102,16 +106,7 @@ describe('Class: SqsEventSource', () => {
     });
     const invoked: string[] = [];
     const source = new SqsEventSource(
-      {
-        uuid: 'u1',
-        functionName: 'fn',
-        queueUrl: 'http://localhost/123456789012/q',
-        queueArn: 'arn:aws:sqs:us-east-1:123456789012:q',
-        batchSize: 1,
-        batchingWindowSeconds: 0,
-        maxConcurrency: 5,
-        reportBatchItemFailures: true,
-      },
+      mapping({ batchSize: 1, maxConcurrency: 5 }),
       new SQSClient({ region: 'us-east-1' }),
       {
         isEnabled: () => true,
