@@ -89,8 +89,13 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         // An order-paid e-mail six hours late confuses more than it helps: moved aside, counted.
         usefulAgeSeconds: 21_600,
         owner: 'growth-team',
-        // Dedup per (order, template): a conditional claim, and its release when the send fails.
-        resources: { tables: { dedup: ['PutItem', 'DeleteItem'] }, providers: ['messaging'] },
+        // Dedup per (order, template): a conditional claim, its release when the send fails, its
+        // confirmations batched (BatchWriteItem puts); the fleet's rate limit is one record there,
+        // written with conditional updates.
+        resources: {
+          tables: { dedup: ['PutItem', 'DeleteItem', 'BatchWriteItem', 'UpdateItem'] },
+          providers: ['messaging'],
+        },
         idempotent: true,
         pauseCost: 'Customers get order e-mails late; no money or stock is affected.',
         runbook: 'notification-send',

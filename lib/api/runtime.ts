@@ -53,7 +53,13 @@ export {
   type TokenSource,
 } from '../core/lease-lock';
 export { CircuitBreaker, type CircuitBreakerOptions } from '../core/circuit-breaker';
-export { TokenBucket, perInstanceRate, type TokenBucketOptions } from '../core/token-bucket';
+export { TokenBucket, perInstanceRate, type TakeResult, type TokenBucketOptions } from '../core/token-bucket';
+export {
+  FleetRateLimit,
+  type FleetRateLimitOptions,
+  type RateLimit,
+  type RateStore,
+} from '../core/fleet-rate-limit';
 export type { Clock } from '../core/ports';
 export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adapters/crash';
 /** Metric names the runner and the dashboards share, and Powertools' units. */
@@ -61,6 +67,7 @@ export { METRIC } from '../config/metrics';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
 export { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
 export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
+export { DynamoDbRateStore } from '../adapters/aws/dynamodb-rate-store';
 export type { ClaimResult, DedupStore } from '../core/ports';
 export {
   relayFollowUps,

@@ -105,9 +105,12 @@ export const tableSchema = /* @__PURE__ */ onFirstUse(() =>
 export type TableInput = z.input<ReturnType<typeof tableSchema>>;
 export type Table = z.output<ReturnType<typeof tableSchema>>;
 
-/** DynamoDB item actions a consumer may be granted on a table (never the whole dynamodb:*). */
+/**
+ * DynamoDB item actions a consumer may be granted on a table (never the whole dynamodb:*).
+ * BatchWriteItem is its own IAM action, and allows the batch's deletes as well as its puts.
+ */
 export const tableActionSchema = /* @__PURE__ */ onFirstUse(() =>
-  z.enum(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem']),
+  z.enum(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'BatchWriteItem']),
 );
 export type TableAction = z.infer<ReturnType<typeof tableActionSchema>>;
 

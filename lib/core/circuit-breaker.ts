@@ -32,6 +32,14 @@ export interface CircuitBreakerOptions {
    * the provider is up. @default transient errors only
    */
   readonly isFailure?: (error: unknown) => boolean;
+  /**
+   * Holds a call back while the calls in flight and the failures in the window together reach
+   * `failureThreshold`, until one settles: calls run at once up to the threshold, yet no more
+   * than `failureThreshold` of them can fail before the circuit opens, as when they run one after
+   * another. A held call that finds the circuit open is refused (CircuitOpenError) without being
+   * made. @default false: calls are never held back
+   */
+  readonly limitInFlightToThreshold?: boolean;
 }
 
 /** A point-in-time view of the breaker. */
@@ -48,6 +56,9 @@ export class CircuitBreaker {
   private failures: number[] = [];
   private openedAtMs: number | undefined;
   private probesInFlight = 0;
+  private inFlight = 0;
+  /** Calls held back by limitInFlightToThreshold, woken in order as calls settle. */
+  private held: (() => void)[] = [];
   private readonly halfOpenProbes: number;
   private readonly isFailure: (error: unknown) => boolean;
 
@@ -88,6 +99,32 @@ export class CircuitBreaker {
    * with its probes already in flight; otherwise whatever `call` throws.
    */
   public async execute<T>(call: () => Promise<T>): Promise<T> {
+    if (this.opts.limitInFlightToThreshold === true) {
+      while (this.atThreshold()) await new Promise<void>((wake) => this.held.push(wake));
+    }
+    this.inFlight += 1;
+    try {
+      return await this.run(call);
+    } finally {
+      this.inFlight -= 1;
+      // Every held call looks again, in the order they came: a failure may have opened the
+      // circuit (each is then refused) or left the count where it was (they wait on).
+      const held = this.held;
+      this.held = [];
+      for (const wake of held) wake();
+    }
+  }
+
+  /** Closed, with as many calls in flight and failures in the window as the threshold. */
+  private atThreshold(): boolean {
+    const now = this.opts.clock().getTime();
+    return (
+      this.stateAt(now) === 'closed' &&
+      this.inFlight + this.failuresSince(now - this.opts.windowMs) >= this.opts.failureThreshold
+    );
+  }
+
+  private async run<T>(call: () => Promise<T>): Promise<T> {
     const now = this.opts.clock().getTime();
     const state = this.stateAt(now);
     const probe = state === 'half-open';

@@ -494,7 +494,7 @@ describe('Bad input at the SQS consumers (integration)', () => {
               coolDownMs: 20_000,
               clock,
             }),
-            bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+            rate: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
             inFlightClaimSeconds: inFlightClaimSeconds(jobType),
           },
           isDegraded: () => Promise.resolve(false),

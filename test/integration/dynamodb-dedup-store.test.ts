@@ -167,4 +167,41 @@ describe('Class: DynamoDbDedupStore (moto)', () => {
       client.destroy();
     }
   });
+  it('when a batch confirms its claims at once, they go in a few BatchWriteItems, every record done, each caller answered', async () => {
+    // Prepare
+    const client = dynamoClient();
+    const log = countSdkCalls(client);
+    const clock = manualClock();
+    const store = new DynamoDbDedupStore(client, table, clock);
+    const keys = Array.from({ length: 12 }, () => uniqueName('key'));
+    await Promise.all(keys.map((key) => store.claim(key, 15)));
+    log.reset();
+
+    try {
+      // Act: the same key twice in one batch as well (BatchWriteItem refuses a key named twice).
+      await Promise.all([...keys, keys[0] ?? ''].map((key) => store.confirm(key, 86_400)));
+
+      // Assess: the first alone, the others together while it was written.
+      expect(log.calls()).toEqual(['PutItemCommand', 'BatchWriteItemCommand']);
+      for (const key of keys) {
+        const item = await record(key);
+        expect(item?.['status']).toEqual({ S: 'done' });
+        expect(item?.[TABLE_KEYS.dedup.ttl]).toEqual({ N: String(Math.floor(clock.ms() / 1000) + 86_400) });
+      }
+      expect(await store.claim(keys[5] ?? '', 15)).toBe('done');
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('when a batched confirm fails, every caller of that batch is told', async () => {
+    // Prepare: a table that does not exist.
+    const store = new DynamoDbDedupStore(dynamo, uniqueName('missing'), manualClock());
+
+    // Act
+    const outcomes = await Promise.allSettled(['a', 'b', 'c'].map((key) => store.confirm(key, 60)));
+
+    // Assess
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+  });
 });

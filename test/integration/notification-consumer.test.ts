@@ -132,8 +132,13 @@ function newHandler(breakerClock: ManualClock): ReturnType<typeof createJobHandl
     state: {
       dedup: new DynamoDbDedupStore(dynamo, dedupTable),
       provider: new HttpMessagingProvider({ baseUrl: required(provider).url, timeoutMs: 2_000 }),
-      breaker: new CircuitBreaker({ name: 'messaging-provider', ...BREAKER, clock: breakerClock }),
-      bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock: () => new Date() }),
+      breaker: new CircuitBreaker({
+        name: 'messaging-provider',
+        ...BREAKER,
+        limitInFlightToThreshold: true,
+        clock: breakerClock,
+      }),
+      rate: new TokenBucket({ ratePerSecond: 100, burst: 100, clock: () => new Date() }),
       inFlightClaimSeconds: inFlightClaimSeconds(jobType),
     },
     isDegraded: () => Promise.resolve(false),

@@ -15,7 +15,7 @@ import {
   type CircuitBreaker,
   waitDeferSeconds,
   type DedupStore,
-  type TokenBucket,
+  type RateLimit,
 } from 'tenang/runtime';
 import type { NotificationSendPayload } from './payloads';
 
@@ -69,7 +69,8 @@ export interface SendNotificationDeps {
   readonly dedup: DedupStore;
   readonly provider: MessagingProvider;
   readonly breaker: CircuitBreaker;
-  readonly bucket: TokenBucket;
+  /** The provider's rate limit (the fleet's, or a process's own share). */
+  readonly rate: RateLimit;
   readonly random: Random;
   readonly sleep: (ms: number) => Promise<void>;
   /** Longest in-process wait for a token; a longer wait defers the job instead. */
@@ -98,10 +99,10 @@ export async function sendNotification(
   payload: NotificationSendPayload,
   correlationId: string,
 ): Promise<NotificationOutcome> {
-  // Cheap local checks first: an open circuit or a spent bucket touches neither DynamoDB nor the provider.
+  // An open circuit or a spent rate touches neither the dedup table nor the provider.
   const circuit = deps.breaker.snapshot();
   if (circuit.retryAfterMs > 0) return deferred('circuit-open', circuit.retryAfterMs, deps.random);
-  const token = deps.bucket.take(deps.maxRateWaitMs);
+  const token = await deps.rate.take(deps.maxRateWaitMs);
   if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
 
   const key = notificationKey(payload.orderId, payload.template);

@@ -1,10 +1,10 @@
 /**
  * notification.send (Q1–Q2, I3, R4): sends an order notification once per (order, template),
- * behind a circuit breaker and a token bucket; an open circuit, a spent rate or another
- * delivery's claim in flight defers the message instead of failing or dropping it.
+ * behind a circuit breaker and the provider's fleet-wide rate limit; an open circuit, a spent rate
+ * or another delivery's claim in flight defers the message instead of failing or dropping it.
  */
 import { setTimeout as sleepMs } from 'node:timers/promises';
-import { DLQ_RETENTION_SECONDS, type ResolvedJobType } from 'tenang/config';
+import { DLQ_RETENTION_SECONDS, TABLE_KEYS, type ResolvedJobType } from 'tenang/config';
 import {
   DynamoDbDedupStore,
   HttpMessagingProvider,
@@ -13,16 +13,33 @@ import {
   type DedupStore,
   type MessagingProvider,
 } from '../domain';
-import { CircuitBreaker, defineJob, jobHandler, perInstanceRate, TokenBucket } from 'tenang/runtime';
+import {
+  CircuitBreaker,
+  defineJob,
+  DynamoDbRateStore,
+  FleetRateLimit,
+  jobHandler,
+  perInstanceRate,
+  TokenBucket,
+  type RateLimit,
+} from 'tenang/runtime';
 
 /**
- * Limits for the messaging provider. The rate is the provider's limit for the whole fleet; each
- * instance takes its share (rate ÷ the ESM's maximum concurrency), so the fleet stays within it.
+ * Limits for the messaging provider. The rate is the provider's limit for the whole fleet, kept
+ * on one record in the dedup table (FleetRateLimit: one conditional write per batch), so one busy
+ * instance may use what the others leave; when that record cannot be written, each instance
+ * takes its share (rate ÷ the ESM's maximum concurrency), so the fleet stays within it anyway.
  */
 export const MESSAGING_LIMITS = {
   /** Messages per second the provider accepts from us, fleet-wide. */
   fleetRatePerSecond: 50,
-  /** Burst per instance after a quiet period. */
+  /**
+   * Messages the fleet may send at once after a quiet period: one batch (the job type's batch
+   * size), so a batch's sends go together. Over any t seconds the fleet sends at most
+   * 10 + 50 × t.
+   */
+  fleetBurst: 10,
+  /** Burst per instance of the per-instance share, when the shared record cannot be reached. */
   burst: 5,
   /** Longest in-process wait for a token; longer waits defer the message. */
   maxRateWaitMs: 1_000,
@@ -41,12 +58,15 @@ export function inFlightClaimSeconds(jobType: ResolvedJobType): number {
   return 2 * jobType.function.timeoutSeconds;
 }
 
-/** The sender's per-process state: the breaker and the bucket live across invocations. */
+/** The fleet-wide rate limit's record in the dedup table. */
+export const MESSAGING_RATE_KEY = 'rate:messaging';
+
+/** The sender's per-process state: the breaker and the rate limit live across invocations. */
 export interface NotificationSendState {
   readonly dedup: DedupStore;
   readonly provider: MessagingProvider;
   readonly breaker: CircuitBreaker;
-  readonly bucket: TokenBucket;
+  readonly rate: RateLimit;
   readonly inFlightClaimSeconds: number;
   /** @default MESSAGING_LIMITS.maxRateWaitMs */
   readonly maxRateWaitMs?: number;
@@ -57,24 +77,46 @@ export interface NotificationSendState {
 export const notificationSend = defineJob({
   name: 'notification.send',
   payload: NotificationSendPayload,
-  setup: ({ jobType, clock, dynamodb, table, providerUrl }): NotificationSendState => ({
+  setup: ({ jobType, clock, dynamodb, table, providerUrl, logger }): NotificationSendState => ({
     dedup: new DynamoDbDedupStore(dynamodb, table('dedup'), clock),
     provider: new HttpMessagingProvider({
       baseUrl: providerUrl('messaging'),
       timeoutMs: MESSAGING_LIMITS.timeoutMs,
     }),
-    breaker: new CircuitBreaker({ name: 'messaging-provider', ...MESSAGING_LIMITS.breaker, clock }),
-    bucket: new TokenBucket({
-      ratePerSecond: perInstanceRate(MESSAGING_LIMITS.fleetRatePerSecond, jobType.batch.maxConcurrency),
-      burst: MESSAGING_LIMITS.burst,
+    // Calls go at once up to the failure threshold, so no more fail before the circuit opens.
+    breaker: new CircuitBreaker({
+      name: 'messaging-provider',
+      ...MESSAGING_LIMITS.breaker,
+      limitInFlightToThreshold: true,
       clock,
+    }),
+    rate: new FleetRateLimit({
+      store: new DynamoDbRateStore(dynamodb, {
+        tableName: table('dedup'),
+        keyAttribute: TABLE_KEYS.dedup.partitionKey,
+        key: MESSAGING_RATE_KEY,
+        ttlAttribute: TABLE_KEYS.dedup.ttl,
+        nowMs: () => clock().getTime(),
+      }),
+      ratePerSecond: MESSAGING_LIMITS.fleetRatePerSecond,
+      burst: MESSAGING_LIMITS.fleetBurst,
+      clock,
+      fallback: new TokenBucket({
+        ratePerSecond: perInstanceRate(MESSAGING_LIMITS.fleetRatePerSecond, jobType.batch.maxConcurrency),
+        burst: MESSAGING_LIMITS.burst,
+        clock,
+      }),
+      onStoreError: (error) =>
+        logger.warn('the fleet rate limit could not be read; using this instance’s share', {
+          error: error as Error,
+        }),
     }),
     inFlightClaimSeconds: inFlightClaimSeconds(jobType),
   }),
   // Its own dedup claim per (order, template), not a record per envelope.
   idempotency: 'self',
-  // One record after another: the breaker and the bucket see each call's outcome before the next.
-  processInParallel: false,
+  // A batch's records run at once: one rate-limit write for all of them, their dedup claims and
+  // provider calls side by side; the breaker holds calls back to one at a time once one fails.
   async run(payload, { state, logger, random, job }) {
     const outcome = await sendNotification(
       {

@@ -4,7 +4,8 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DeleteCommand, DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClaimResult, Clock, DedupStore } from '../../core/ports';
 import { TABLE_KEYS } from '../../config/tables';
 
@@ -12,6 +13,18 @@ import { TABLE_KEYS } from '../../config/tables';
 const STATUS = 'status';
 /** The attribute naming who holds an in-flight claim, when the claim named an owner. */
 const OWNER = 'owner';
+/** BatchWriteItem's most requests per call. */
+const BATCH_WRITE_MAX = 25;
+/** Rounds of BatchWriteItem for the items DynamoDB left unprocessed, before the rest fail. */
+const UNPROCESSED_ROUNDS = 3;
+/** The wait before the first retry of unprocessed items, doubled for each further one. */
+const UNPROCESSED_BACKOFF_MS = 50;
+
+interface PendingConfirm {
+  readonly item: Record<string, unknown>;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
 
 /**
  * Dedup records: `{ dedupKey, status, expiration }`; an expired record counts as absent (TTL
@@ -19,6 +32,8 @@ const OWNER = 'owner';
  */
 export class DynamoDbDedupStore implements DedupStore {
   private readonly doc: DynamoDBDocumentClient;
+  private confirms: PendingConfirm[] = [];
+  private confirming = false;
 
   public constructor(
     client: DynamoDBClient,
@@ -67,15 +82,68 @@ export class DynamoDbDedupStore implements DedupStore {
     }
   }
 
-  /** Rewrites the record as done with the longer expiry (unconditional put). */
-  public async confirm(key: string, ttlSeconds: number): Promise<void> {
+  /**
+   * Makes the claim a 'done' record (an unconditional put). Confirms made while another is being
+   * written wait for it and then go together in one BatchWriteItem (up to 25), so a batch's
+   * records, run at once, confirm in a few requests rather than one each; each caller's promise
+   * settles with its own item, and items DynamoDB leaves unprocessed are written again.
+   */
+  public confirm(key: string, ttlSeconds: number): Promise<void> {
     const { partitionKey, ttl } = TABLE_KEYS.dedup;
-    await this.doc.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { [partitionKey]: key, [STATUS]: 'done', [ttl]: this.nowEpoch() + ttlSeconds },
-      }),
-    );
+    const item = { [partitionKey]: key, [STATUS]: 'done', [ttl]: this.nowEpoch() + ttlSeconds };
+    return new Promise((resolve, reject) => {
+      this.confirms.push({ item, resolve, reject });
+      if (!this.confirming) void this.writeConfirms();
+    });
+  }
+
+  /** Writes the waiting confirms, a batch at a time, until none waits. */
+  private async writeConfirms(): Promise<void> {
+    this.confirming = true;
+    try {
+      while (this.confirms.length > 0) {
+        const batch = this.confirms.splice(0, BATCH_WRITE_MAX);
+        try {
+          if (batch.length === 1) {
+            await this.doc.send(new PutCommand({ TableName: this.tableName, Item: batch[0]?.item }));
+            batch[0]?.resolve();
+          } else {
+            await this.batchPut(batch);
+          }
+        } catch (error) {
+          for (const c of batch) c.reject(error);
+        }
+      }
+    } finally {
+      this.confirming = false;
+    }
+  }
+
+  /**
+   * BatchWriteItem of `batch`'s items (one per key: a request may not name a key twice), then of
+   * what it left unprocessed after a short backoff; settles each caller.
+   */
+  private async batchPut(batch: readonly PendingConfirm[]): Promise<void> {
+    const { partitionKey } = TABLE_KEYS.dedup;
+    const byKey = new Map<unknown, PendingConfirm[]>();
+    for (const c of batch) byKey.set(c.item[partitionKey], [...(byKey.get(c.item[partitionKey]) ?? []), c]);
+    let left = [...byKey.keys()];
+    const itemOf = (key: unknown): Record<string, unknown> => byKey.get(key)?.at(-1)?.item ?? {};
+    for (let round = 0; round < UNPROCESSED_ROUNDS && left.length > 0; round += 1) {
+      if (round > 0) await sleep(UNPROCESSED_BACKOFF_MS * 2 ** (round - 1));
+      const { UnprocessedItems } = await this.doc.send(
+        new BatchWriteCommand({
+          RequestItems: { [this.tableName]: left.map((key) => ({ PutRequest: { Item: itemOf(key) } })) },
+        }),
+      );
+      const unprocessed = new Set(
+        (UnprocessedItems?.[this.tableName] ?? []).map((r) => r.PutRequest?.Item?.[partitionKey] as unknown),
+      );
+      for (const key of left) if (!unprocessed.has(key)) for (const c of byKey.get(key) ?? []) c.resolve();
+      left = left.filter((key) => unprocessed.has(key));
+    }
+    const error = new Error(`dedup confirm: DynamoDB left ${left.length} item(s) unprocessed`);
+    for (const key of left) for (const c of byKey.get(key) ?? []) c.reject(error);
   }
 
   public async release(key: string): Promise<void> {

@@ -269,4 +269,110 @@ describe('Property: circuit breaker', () => {
       { numRuns: 300 },
     );
   });
+  describe('Option: limitInFlightToThreshold', () => {
+    /** A call that settles when told to, counting how many are in flight. */
+    function gate(): {
+      call: () => Promise<string>;
+      settle: (ok: boolean) => void;
+      inFlight: () => number;
+      most: () => number;
+    } {
+      const pending: ((ok: boolean) => void)[] = [];
+      let inFlight = 0;
+      let most = 0;
+      return {
+        call: () => {
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          return new Promise<string>((resolve, reject) => {
+            pending.push((ok) => {
+              inFlight -= 1;
+              if (ok) resolve('ok');
+              else reject(new TransientError('provider unavailable'));
+            });
+          });
+        },
+        settle: (ok) => pending.shift()?.(ok),
+        inFlight: () => inFlight,
+        most: () => most,
+      };
+    }
+    const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+    it('when more calls come than the threshold while the dependency is healthy, it runs the threshold at once and the rest as calls settle', async () => {
+      // Prepare
+      const cb = breaker(manualClock(), { limitInFlightToThreshold: true });
+      const g = gate();
+
+      // Act
+      const results = Array.from({ length: 7 }, () => attempt(cb, g.call));
+      await turn();
+      const atOnce = g.inFlight();
+      while (g.inFlight() > 0) {
+        g.settle(true);
+        await turn();
+      }
+
+      // Assess
+      expect(atOnce).toBe(3);
+      expect(await Promise.all(results)).toEqual(Array(7).fill('ok'));
+      expect(g.most()).toBe(3);
+    });
+
+    it('when the dependency fails every call, at most the threshold are made before the circuit opens, and the held ones are refused', async () => {
+      // Prepare
+      const cb = breaker(manualClock(), { limitInFlightToThreshold: true });
+      const g = gate();
+
+      // Act
+      const results = Array.from({ length: 10 }, () => attempt(cb, g.call));
+      await turn();
+      while (g.inFlight() > 0) {
+        g.settle(false);
+        await turn();
+      }
+      const outcomes = await Promise.all(results);
+
+      // Assess
+      expect(outcomes.filter((o) => o === 'failed')).toHaveLength(3);
+      expect(outcomes.filter((o) => o === 'refused')).toHaveLength(7);
+      expect(cb.snapshot().state).toBe('open');
+    });
+
+    it('when failures are counted in the window, fewer calls run at once: in flight plus failures stay within the threshold', async () => {
+      // Prepare: one failure already counted.
+      const cb = breaker(manualClock(), { limitInFlightToThreshold: true });
+      await attempt(cb, fail);
+      const g = gate();
+
+      // Act
+      const results = Array.from({ length: 4 }, () => attempt(cb, g.call));
+      await turn();
+      const atOnce = g.inFlight();
+      while (g.inFlight() > 0) {
+        g.settle(true);
+        await turn();
+      }
+
+      // Assess
+      expect(atOnce).toBe(2);
+      expect(await Promise.all(results)).toEqual(Array(4).fill('ok'));
+    });
+
+    it('when it is not set, calls are never held back', async () => {
+      // Prepare
+      const cb = breaker(manualClock());
+      const g = gate();
+
+      // Act
+      const results = Array.from({ length: 7 }, () => attempt(cb, g.call));
+      await turn();
+      const atOnce = g.inFlight();
+      while (g.inFlight() > 0) g.settle(true);
+      await Promise.all(results);
+
+      // Assess
+      expect(atOnce).toBe(7);
+    });
+  });
 });

@@ -78,6 +78,7 @@ function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
     failureThreshold: 2,
     windowMs: 10_000,
     coolDownMs: 20_000,
+    limitInFlightToThreshold: true,
     clock,
   });
   const logger = new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' });
@@ -96,7 +97,7 @@ function fixture(opts: { degraded?: () => Promise<boolean> } = {}): Fixture {
       dedup,
       provider,
       breaker,
-      bucket: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
+      rate: new TokenBucket({ ratePerSecond: 100, burst: 100, clock }),
       inFlightClaimSeconds: inFlightClaimSeconds(JOB_TYPE),
       sleep: () => Promise.resolve(),
     },
@@ -218,17 +219,18 @@ describe('Job: notification.send (createJobHandler)', () => {
     );
   });
 
-  it('when a batch arrives, it processes the records one after another so the breaker sees each outcome', async () => {
-    // Prepare
+  it('when a batch arrives, it calls the provider for its records at once, never more than the breaker may see fail', async () => {
+    // Prepare: the fixture's breaker opens after 2 failures.
     const { handler, provider } = fixture();
-    const records = ['m-1', 'm-2', 'm-3'].map((id, i) => notification(id, `order-${i}`));
+    const records = ['m-1', 'm-2', 'm-3', 'm-4'].map((id, i) => notification(id, `order-${i}`));
 
     // Act
-    await handler(sqsEvent(...records), lambdaContext());
+    const response = await handler(sqsEvent(...records), lambdaContext());
 
     // Assess
-    expect(provider.calls).toHaveLength(3);
-    expect(provider.maxInFlight).toBe(1);
+    expect(response.batchItemFailures).toEqual([]);
+    expect(provider.calls).toHaveLength(4);
+    expect(provider.maxInFlight).toBe(2);
   });
 });
 

@@ -74,7 +74,7 @@ function fixture(bucket: { rate: number; burst: number } = { rate: 10, burst: 5 
       dedup,
       provider,
       breaker,
-      bucket: tokens,
+      rate: tokens,
       random: () => 0,
       sleep: (ms) => {
         sleeps.push(ms);
