@@ -195,6 +195,11 @@ export class DynamoDbLockStore implements LockStore {
    * 1 KB, against the lease path's 3 (one per UpdateItem); a cancelled transaction is billed too.
    * IAM authorizes the transaction item by item (dynamodb:UpdateItem on each table), so it needs
    * no grant beyond the lease path's.
+   *
+   * A resend after a lost answer: the SDK fills ClientRequestToken once, before its retries, and
+   * DynamoDB answers a repeated token (within 10 minutes) as the first call without writing again.
+   * moto ignores the token: its resend is cancelled on the protected item's own condition, which
+   * the caller reads from the item (a reservation already there is a duplicate).
    */
   public async writeWithoutLease(request: {
     readonly resource: string;
