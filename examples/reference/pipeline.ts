@@ -112,8 +112,9 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         criticality: 'deferrable',
         latencyObjectiveSeconds: 300,
         owner: 'fulfilment-team',
-        // Leases are acquired, extended and cleared with conditional updates; stock is read and
-        // fenced-updated.
+        // Leases are acquired, extended and cleared with conditional updates; the stock is
+        // fenced-updated, under a lease or in one TransactWriteItems with the SKU's lock item, which
+        // IAM authorizes item by item (UpdateItem on each table): no grant of its own.
         resources: { tables: { locks: ['UpdateItem'], inventory: ['UpdateItem'] } },
         idempotent: true,
         pauseCost: 'Paid orders wait for stock reservation; oversell risk grows with the pause.',

@@ -14,7 +14,11 @@ export type FaultKind =
   | 'crash-before-side-effect'
   /** (2) killed after the provider charged, before the idempotency record and PAID commit. */
   | 'crash-after-side-effect'
-  /** (1) inventory consumer process killed holding the SKU's lease, before the stock write. */
+  /**
+   * (1) inventory consumer process killed holding the SKU's lease, before the stock write. The
+   * lease-free path holds no lease, so the run sets the fences ahead (runner.ts setFencesAhead)
+   * and every reservation takes the lease path.
+   */
   | 'crash-holding-lock'
   /** (3) killed after the record completed with the transition, before the handler answered. */
   | 'crash-after-commit'

@@ -447,6 +447,14 @@ export async function runChaos(chaos: ChaosPlatform, opts: ChaosRunOptions): Pro
     });
     const inventory = new DynamoDbInventoryStore(dynamodb, inventoryTable);
     for (const sku of workload.skus) await inventory.seed(sku, SEEDED_STOCK);
+    // The inventory consumer's crash point is on its lease path, which a reservation takes when
+    // the lease-free transaction cannot decide it. A fence ahead of the clock is such a case, so
+    // here every reservation of the run falls back to the lease, and the crash leaves a lease
+    // behind to be recovered, as every reservation did before there was a lease-free path.
+    if (config.faults.includes('crash-holding-lock')) {
+      const locks = new DynamoDbLockStore(dynamodb, locksTable);
+      for (const sku of workload.skus) await setFencesAhead(locks, inventoryTable, sku);
+    }
 
     // Payment jobs need their order first (POST /orders, PENDING).
     const enqueued = new Map<string, EnqueuedJob>();
@@ -650,6 +658,30 @@ async function sendWithRetry(
 
 /** Job types held back for crash points (heldJobs). */
 const HELD_TYPES = ['payment.capture', 'inventory.reserve'] as const;
+
+/** How far ahead of the clock setFencesAhead sets a SKU's fences, ms: a day. */
+const FENCE_AHEAD_MS = 86_400_000;
+
+/**
+ * Sets the fences of `sku`'s lock and stock FENCE_AHEAD_MS ahead of the clock, as a lease-free
+ * writer whose clock ran that fast would leave them (its reservation aside): lease-free
+ * reservations then fall back to the lease path, whose fences count on from the lock's.
+ */
+async function setFencesAhead(locks: DynamoDbLockStore, inventoryTable: string, sku: string): Promise<void> {
+  const result = await locks.writeWithoutLease({
+    resource: skuLockResource(sku),
+    nowMs: Date.now() + FENCE_AHEAD_MS,
+    write: (fence) => ({
+      TableName: inventoryTable,
+      Key: { [REFERENCE_TABLE_KEYS.inventory.partitionKey]: { S: sku } },
+      UpdateExpression: 'SET #fence = :t',
+      ConditionExpression: 'attribute_not_exists(#fence) OR #fence < :t',
+      ExpressionAttributeNames: { '#fence': 'fence' },
+      ExpressionAttributeValues: { ':t': { N: String(fence) } },
+    }),
+  });
+  if (result.kind !== 'written') throw new Error(`could not set the fences of ${sku} ahead: ${result.kind}`);
+}
 type HeldType = (typeof HELD_TYPES)[number];
 
 /** Sends one held-back job of `type` (every copy of it), if any is left. */

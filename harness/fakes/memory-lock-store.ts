@@ -87,6 +87,29 @@ export class InMemoryLockStore implements LockStore {
     );
   }
 
+  /**
+   * The lock side of DynamoDbLockStore.writeWithoutLease at `nowMs`: busy under a live lease,
+   * 'ahead' when the fence is not below `nowMs`, else free, with `advance` to set the fence to
+   * `nowMs`. Synchronous, so a fake store checks its own condition in between and stays atomic.
+   */
+  public unleased(
+    resource: string,
+    nowMs: number,
+  ):
+    | { readonly kind: 'free'; readonly advance: () => void }
+    | { readonly kind: 'busy'; readonly holder: LockHolder }
+    | { readonly kind: 'ahead'; readonly fence: number } {
+    const record = this.records.get(resource);
+    if (record?.holder !== undefined && record.holder.expiresAtMs >= nowMs)
+      return { kind: 'busy', holder: record.holder };
+    if (record !== undefined && record.fence >= nowMs) return { kind: 'ahead', fence: record.fence };
+    return {
+      kind: 'free',
+      // An expired holder's fields stay, as the DynamoDB adapter leaves them.
+      advance: () => this.records.set(resource, { fence: nowMs, holder: record?.holder }),
+    };
+  }
+
   /** Drops a record as a TTL sweep would (tests of fence continuity). */
   public sweep(resource: string): void {
     this.records.delete(resource);

@@ -65,7 +65,7 @@ export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adap
 /** Metric names the runner and the dashboards share, and Powertools' units. */
 export { METRIC } from '../config/metrics';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
-export { DynamoDbLockStore } from '../adapters/aws/dynamodb-lock-store';
+export { DynamoDbLockStore, type UnleasedWriteResult } from '../adapters/aws/dynamodb-lock-store';
 export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
 export { DynamoDbRateStore } from '../adapters/aws/dynamodb-rate-store';
 export type { ClaimResult, DedupStore } from '../core/ports';

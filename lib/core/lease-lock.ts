@@ -8,6 +8,11 @@
  * never accepts one carrying a fence `≤ t` (`attribute_not_exists(fence) OR fence < :t`). A holder
  * whose lease expired can still write until a newer holder has written — which is harmless, the
  * newer holder's write comes after it — but never after.
+ *
+ * A critical section that is a single conditional write may skip the lease: in one atomic step,
+ * the lock's fence advances to the clock (epoch ms) on condition that no lease is live and the
+ * fence is below it, and the write carries that fence (DynamoDbLockStore.writeWithoutLease). The
+ * semantics above still hold: fences issued before are below it, later acquires count on from it.
  */
 import { LockBusyError, TransientError } from './errors';
 import type { Clock } from './ports';

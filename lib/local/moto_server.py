@@ -19,9 +19,14 @@ from a stock moto it is about to reuse.
 It also enforces DynamoDB Streams' reader limit, which moto does not: see StreamReaderLimit.
 TENANG_STREAM_READER_LIMIT=off in its environment switches that off (debugging only).
 
+And a TransactWriteItems snapshots only the items it touches (see ItemSnapshot): moto's own
+rollback deep-copies every table the transaction names before it starts, so a transaction costs
+O(table size) and slows down as the tables grow (the benches write thousands of items).
+
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT   (the same options as moto.server)
 """
 
+import copy
 import io
 import json
 import os
@@ -31,6 +36,9 @@ import time
 import uuid
 
 import moto.server
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import Table
 
 import moto_sns
 
@@ -187,7 +195,117 @@ class SerializedDynamoDBApplication(moto.server.DomainDispatcherApplication):
             return response
 
 
+class ItemSnapshot:
+    """The items one TransactWriteItems touches, as they were before it: what a rollback restores.
+
+    moto 5.2.1's transact_write_items (moto/dynamodb/models/__init__.py) deep-copies every table
+    the transaction names, applies the items one by one, and on a cancellation puts the copies
+    back. Here moto's function runs unchanged (its conditions, cancellation reasons and ALL_OLD
+    items stay its own) except that its table copy is the table itself (see _TableCopyShim), and
+    a failure restores what this snapshot took instead: a copy of each touched item (or its
+    absence) and the length of the table's stream shard, whose records the transaction added are
+    dropped, as moto's copied shard dropped them. The table and its shard stay the same objects,
+    so a stream iterator into the shard still sees later records (moto's rollback replaced the
+    shard). A table whose key an item does not name as the table defines it is deep-copied whole,
+    as moto does. Any exception restores the snapshot: moto leaves the items before a second
+    operation in one TransactItems entry (TransactWriteSingleOpException) applied; AWS validates
+    the request first and writes nothing.
+    """
+
+    def __init__(self, backend, transact_items):
+        self._items = {}  # (table name, hash, range) -> (table, had hash bucket, item copy or None)
+        self._tables = {}  # table name -> whole deep copy
+        self._streams = {}  # table name -> (shard, its length)
+        for entry in transact_items:
+            for op_type, op in entry.items() if isinstance(entry, dict) else ():
+                self._take(backend, op_type, op)
+
+    def _take(self, backend, op_type, op):
+        name = op.get("TableName") if isinstance(op, dict) else None
+        table = backend.tables.get(name) if name else None
+        if table is None or name in self._tables:
+            return
+        if table.stream_shard is not None and name not in self._streams:
+            self._streams[name] = (table.stream_shard, len(table.stream_shard.items))
+        key = op.get("Item" if op_type == "Put" else "Key") or {}
+        try:
+            hash_value = DynamoType(key[table.hash_key_attr])
+            range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        except (KeyError, TypeError, AttributeError):
+            self._tables[name] = _deepcopy(table)
+            return
+        at = (name, hash_value, range_value)
+        if at in self._items:
+            return
+        if range_value is None:
+            current = table.items.get(hash_value)
+            had_bucket = current is not None
+        else:
+            bucket = table.items.get(hash_value)
+            had_bucket = bucket is not None
+            current = None if bucket is None else bucket.get(range_value)
+        self._items[at] = (table, had_bucket, None if current is None else _deepcopy(current))
+
+    def restore(self, backend):
+        for (_, hash_value, range_value), (table, had_bucket, before) in self._items.items():
+            if range_value is None:
+                if before is None:
+                    table.items.pop(hash_value, None)
+                else:
+                    table.items[hash_value] = before
+                continue
+            if before is not None:
+                table.items[hash_value][range_value] = before
+                continue
+            bucket = table.items.get(hash_value)
+            if bucket is not None:
+                bucket.pop(range_value, None)
+                if not had_bucket and not bucket:
+                    del table.items[hash_value]
+        for name, (shard, length) in self._streams.items():
+            if name not in self._tables and len(shard.items) >= length:
+                del shard.items[length:]
+        for name, table in self._tables.items():
+            backend.tables[name] = table
+
+
+_deepcopy = copy.deepcopy
+_snapshotting = threading.local()
+
+
+class _TableCopyShim:
+    """moto's `copy` module for dynamodb/models/__init__.py: a Table is not copied while an
+    ItemSnapshot guards the transaction; everything else is copied as before."""
+
+    copy = staticmethod(copy.copy)
+
+    @staticmethod
+    def deepcopy(value, memo=None):
+        if isinstance(value, Table) and getattr(_snapshotting, "active", False):
+            return value
+        return _deepcopy(value, memo)
+
+
+def _install_item_snapshots():
+    original = dynamodb_models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self, transact_items):
+        snapshot = ItemSnapshot(self, transact_items)
+        _snapshotting.active = True
+        try:
+            return original(self, transact_items)
+        except BaseException:
+            snapshot.restore(self)
+            raise
+        finally:
+            _snapshotting.active = False
+
+    dynamodb_models.copy = _TableCopyShim
+    dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
+
+
 moto.server.DomainDispatcherApplication = SerializedDynamoDBApplication  # type: ignore[misc]
+_install_item_snapshots()
 # SNS subscriptions wait for their endpoint to confirm them, as on AWS: see moto_sns.py.
 moto_sns.install(moto.server)
 

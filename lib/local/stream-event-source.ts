@@ -146,9 +146,10 @@ export class StreamEventSource {
     let iterator: string | undefined;
     let pending: DynamoDBRecord[] = [];
     // The last sequence number read from the shard. After reads have come back empty for
-    // ITERATOR_RENEW_MS the iterator is renewed after it: moto replaces a table's stream shard when
-    // it rolls back a cancelled TransactWriteItems, and an iterator into the discarded shard would
-    // never see another record.
+    // ITERATOR_RENEW_MS the iterator is renewed after it: stock moto replaces a table's stream
+    // shard when it rolls back a cancelled TransactWriteItems, and an iterator into the discarded
+    // shard would never see another record (tenang's launcher keeps the shard: moto_server.py
+    // ItemSnapshot; the renewal stays for any other moto).
     let lastRead: string | undefined;
     let iteratorAt = 0;
     while (this.running) {

@@ -16,7 +16,10 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { SQSEvent } from 'aws-lambda';
 import { inventoryReserve, leaseTtlMs } from '../../examples/reference/jobs/inventory-reserve';
 import { createJobHandler } from '../../lib/adapters/define-job';
-import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
+import {
+  DynamoDbInventoryStore,
+  DynamoDbUnleasedReservation,
+} from '../../examples/reference/domain/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { DEFERRALS_ATTRIBUTE, DLQ_ATTRIBUTE } from '../../lib/adapters/aws/sqs-job-runner';
 import { stageConfig } from '../../lib/adapters/lambda-env';
@@ -114,8 +117,12 @@ afterAll(async () => {
   sqs?.destroy();
 });
 
-/** A handler over the moto tables with a real clock; `random` 0 makes deferrals exactly the lease's remainder. */
-function newHandler(metrics: Metrics): ReturnType<typeof createJobHandler> {
+/**
+ * A handler over the moto tables with a real clock; `random` 0 makes deferrals exactly the
+ * lease's remainder. `unleased`: with the lease-free path, as the job's setup builds it.
+ */
+function newHandler(metrics: Metrics, unleased: boolean): ReturnType<typeof createJobHandler> {
+  const locks = new DynamoDbLockStore(dynamo, locksTable);
   return createJobHandler(inventoryReserve, {
     jobType,
     queueUrl: required(queueUrl),
@@ -124,8 +131,9 @@ function newHandler(metrics: Metrics): ReturnType<typeof createJobHandler> {
     logger: new Logger({ serviceName: SERVICE_NAME, logLevel: 'SILENT' }),
     metrics,
     state: {
-      locks: new DynamoDbLockStore(dynamo, locksTable),
+      locks,
       inventory: new DynamoDbInventoryStore(dynamo, inventoryTable),
+      ...(unleased ? { unleased: new DynamoDbUnleasedReservation(locks, inventoryTable) } : {}),
       leaseTtlMs: leaseTtlMs(jobType),
     },
     isDegraded: () => Promise.resolve(false),
@@ -162,7 +170,10 @@ async function nextEvent(deadlineMs = 10_000): Promise<SQSEvent> {
   );
 }
 
-describe('Integration: inventory-consumer (moto)', () => {
+describe.each([
+  ['the lease path', false],
+  ['the lease-free path (as deployed)', true],
+])('Integration: inventory-consumer (moto), %s', (_path, unleased) => {
   it('when the SKU lock is busy, it delays the message without raising its receive count, and reserves once the lock is free', async () => {
     // Prepare
     const sku = uniqueName('sku');
@@ -175,7 +186,7 @@ describe('Integration: inventory-consumer (moto)', () => {
     });
     await sendReservation(sku, 'order-1', 2);
     const metrics = silentMetrics();
-    const handler = newHandler(metrics);
+    const handler = newHandler(metrics, unleased);
     const seen: { receiveCount: string; deferrals: string | undefined }[] = [];
 
     // Act: three deliveries while the rival holds the SKU (its heartbeat keeps the short lease
@@ -211,7 +222,14 @@ describe('Integration: inventory-consumer (moto)', () => {
     ]);
     expect(last.Records[0]?.attributes.ApproximateReceiveCount).toBe('1');
     expect(final.batchItemFailures).toEqual([]);
-    expect((await inventory.get(sku))?.available).toBe(3);
+    const level = await inventory.get(sku);
+    expect(level?.available).toBe(3);
+    // Either way no lease is left, and the lock's fence is at least the one the stock accepted
+    // (the lease-free path advanced it to exactly that).
+    const lock = await new DynamoDbLockStore(dynamo, locksTable).get(skuLockResource(sku));
+    expect(lock?.holder).toBeUndefined();
+    if (unleased) expect(lock?.fence).toBe(level?.fence);
+    else expect(lock?.fence).toBeGreaterThanOrEqual(level?.fence ?? Infinity);
     expect(metrics.addMetric).toHaveBeenCalledWith(METRIC.lockContention, 'Count', 1);
     expect(
       jest.mocked(metrics.addMetric).mock.calls.filter(([name]) => name === METRIC.lockContention),
@@ -225,7 +243,7 @@ describe('Integration: inventory-consumer (moto)', () => {
     const sku = uniqueName('sku');
     await new DynamoDbInventoryStore(dynamo, inventoryTable).seed(sku, 1);
     await sendReservation(sku, 'order-1', 2);
-    const handler = newHandler(silentMetrics());
+    const handler = newHandler(silentMetrics(), unleased);
 
     // Act
     const event = await nextEvent();

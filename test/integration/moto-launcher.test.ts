@@ -5,8 +5,25 @@
  * restores deep copies of the tables taken at its start; conditions are checked, then written,
  * without a lock). Those races need unlucky thread switches: seen once by the backoff experiment,
  * not reproducible on demand, so what is tested here is that tenang's platform runs on the
- * launcher. The test starts a launcher of its own on a free port.
+ * launcher, and that its cancelled transactions restore the items they touched (the launcher's
+ * own rollback, which replaces moto's copy of whole tables). The test starts a launcher of its
+ * own on a free port.
  */
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  DescribeStreamCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import { startLocalEnv, type LocalEnv } from '../../lib/local/env';
 import { freePort } from '../../lib/local/ports';
 import { isSerializedMoto, MOTO_PROBE_PATH, probeHttp } from '../../lib/local/probes';
@@ -36,5 +53,159 @@ describe('the moto launcher (lib/local/moto_server.py)', () => {
     // Assess
     expect(env.started).toContain('moto');
     expect(isSerializedMoto(probe)).toBe(true);
+  });
+
+  describe('TransactWriteItems', () => {
+    let ddb: DynamoDBClient;
+    let streams: DynamoDBStreamsClient;
+
+    beforeAll(() => {
+      const config = { endpoint: `http://127.0.0.1:${port}`, region: env.region };
+      ddb = new DynamoDBClient(config);
+      streams = new DynamoDBStreamsClient(config);
+    });
+
+    afterAll(() => {
+      ddb.destroy();
+      streams.destroy();
+    });
+
+    async function table(name: string, rangeKey: boolean): Promise<string> {
+      const { TableDescription } = await ddb.send(
+        new CreateTableCommand({
+          TableName: name,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [
+            { AttributeName: 'id', AttributeType: 'S' },
+            ...(rangeKey ? [{ AttributeName: 'sk', AttributeType: 'S' as const }] : []),
+          ],
+          KeySchema: [
+            { AttributeName: 'id', KeyType: 'HASH' },
+            ...(rangeKey ? [{ AttributeName: 'sk', KeyType: 'RANGE' as const }] : []),
+          ],
+          StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+        }),
+      );
+      return TableDescription?.LatestStreamArn ?? '';
+    }
+
+    async function records(
+      iterator: string | undefined,
+    ): Promise<{ ids: string[]; next: string | undefined }> {
+      const out = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+      return {
+        ids: (out.Records ?? []).map((r) => `${r.eventName ?? '?'} ${r.dynamodb?.Keys?.id?.S ?? '?'}`),
+        next: out.NextShardIterator,
+      };
+    }
+
+    it('when one is cancelled, it restores the items it touched, answers the reasons with ALL_OLD and leaves no stream record', async () => {
+      // Prepare: a with v=1, c with v=1; the stream read up to here.
+      const name = `tx-${Date.now()}`;
+      const streamArn = await table(name, false);
+      await ddb.send(new PutItemCommand({ TableName: name, Item: { id: { S: 'a' }, v: { N: '1' } } }));
+      await ddb.send(new PutItemCommand({ TableName: name, Item: { id: { S: 'c' }, v: { N: '1' } } }));
+      const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn }));
+      const shardId = StreamDescription?.Shards?.[0]?.ShardId;
+      const start = await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: streamArn,
+          ShardId: shardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
+      );
+      const before = await records(start.ShardIterator);
+
+      // Act: a updated and b created before c's condition fails.
+      const error = await ddb
+        .send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: name,
+                  Key: { id: { S: 'a' } },
+                  UpdateExpression: 'SET v = :two',
+                  ExpressionAttributeValues: { ':two': { N: '2' } },
+                },
+              },
+              { Put: { TableName: name, Item: { id: { S: 'b' }, v: { N: '1' } } } },
+              {
+                Update: {
+                  TableName: name,
+                  Key: { id: { S: 'c' } },
+                  UpdateExpression: 'SET v = :two',
+                  ConditionExpression: 'v = :two',
+                  ExpressionAttributeValues: { ':two': { N: '2' } },
+                  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+                },
+              },
+            ],
+          }),
+        )
+        .catch((e: unknown) => e);
+      const a = await ddb.send(new GetItemCommand({ TableName: name, Key: { id: { S: 'a' } } }));
+      const b = await ddb.send(new GetItemCommand({ TableName: name, Key: { id: { S: 'b' } } }));
+      const afterCancel = await records(before.next);
+      // The same iterator sees a later transaction's records: the shard was not replaced.
+      await ddb.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [{ Put: { TableName: name, Item: { id: { S: 'd' }, v: { N: '1' } } } }],
+        }),
+      );
+      const afterCommit = await records(afterCancel.next);
+
+      // Assess
+      expect(before.ids).toEqual(['INSERT a', 'INSERT c']);
+      expect(error).toBeInstanceOf(TransactionCanceledException);
+      expect((error as TransactionCanceledException).CancellationReasons).toEqual([
+        { Code: 'None' },
+        { Code: 'None' },
+        {
+          Code: 'ConditionalCheckFailed',
+          Message: 'The conditional request failed',
+          Item: { id: { S: 'c' }, v: { N: '1' } },
+        },
+      ]);
+      expect(a.Item).toEqual({ id: { S: 'a' }, v: { N: '1' } });
+      expect(b.Item).toBeUndefined();
+      expect(afterCancel.ids).toEqual([]);
+      expect(afterCommit.ids).toEqual(['INSERT d']);
+    });
+
+    it("when one creating a range key table's item is cancelled, the item's partition stays empty", async () => {
+      // Prepare
+      const name = `tx-range-${Date.now()}`;
+      await table(name, true);
+
+      // Act
+      const error = await ddb
+        .send(
+          new TransactWriteItemsCommand({
+            TransactItems: [
+              { Put: { TableName: name, Item: { id: { S: 'p' }, sk: { S: '1' } } } },
+              {
+                Put: {
+                  TableName: name,
+                  Item: { id: { S: 'q' }, sk: { S: '1' } },
+                  ConditionExpression: 'attribute_exists(id)',
+                },
+              },
+            ],
+          }),
+        )
+        .catch((e: unknown) => e);
+      const p = await ddb.send(
+        new QueryCommand({
+          TableName: name,
+          KeyConditionExpression: 'id = :p',
+          ExpressionAttributeValues: { ':p': { S: 'p' } },
+        }),
+      );
+
+      // Assess
+      expect(error).toBeInstanceOf(TransactionCanceledException);
+      expect(p.Items).toEqual([]);
+    });
   });
 });

@@ -48,11 +48,13 @@ export {
   UnknownSkuError,
   type InventoryStore,
   type ReserveOutcome,
+  type UnleasedReservation,
+  type UnleasedReserveResult,
 } from './inventory';
 export type { DedupStore } from 'tenang/runtime';
 export type { OrderStore } from './ports';
 export { DynamoDbOrderStore } from './dynamodb-order-store';
 export { DynamoDbDedupStore } from 'tenang/runtime';
-export { DynamoDbInventoryStore } from './dynamodb-inventory-store';
+export { DynamoDbInventoryStore, DynamoDbUnleasedReservation } from './dynamodb-inventory-store';
 export { HttpPaymentProvider } from './payment-provider';
 export { HttpMessagingProvider } from './messaging-provider';

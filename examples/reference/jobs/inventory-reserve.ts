@@ -2,14 +2,21 @@
  * inventory.reserve (L1–L4, D5): reserves stock for an order line under a lease lock per SKU
  * whose fencing token the stock write checks. A busy lock defers the message (re-sent with a
  * delay, so waiting never moves it towards the DLQ) and counts as lock contention.
+ *
+ * The critical section is the one stock write, so a reservation first goes lease-free: the lock
+ * check, the fence and the write in one TransactWriteItems (one request instead of acquire,
+ * write and release; DynamoDbLockStore.writeWithoutLease). A live lease (a stuck one, or a
+ * holder on the lease path) still defers it; what the transaction cannot decide takes the lease.
  */
 import { randomUUID } from 'node:crypto';
 import type { ResolvedJobType } from 'tenang/config';
 import {
   DynamoDbInventoryStore,
+  DynamoDbUnleasedReservation,
   InventoryReservePayload,
   reserveStock,
   type InventoryStore,
+  type UnleasedReservation,
 } from '../domain';
 import {
   defineJob,
@@ -37,6 +44,8 @@ export function leaseTtlMs(jobType: ResolvedJobType): number {
 export interface InventoryReserveState {
   readonly locks: LockStore;
   readonly inventory: InventoryStore;
+  /** The lease-free path, tried first. @default - none: every reservation takes the lease */
+  readonly unleased?: UnleasedReservation;
   readonly leaseTtlMs: number;
   /** @default crypto.randomUUID */
   readonly newToken?: TokenSource;
@@ -49,11 +58,15 @@ export interface InventoryReserveState {
 export const inventoryReserve = defineJob({
   name: 'inventory.reserve',
   payload: InventoryReservePayload,
-  setup: ({ jobType, dynamodb, table }): InventoryReserveState => ({
-    locks: new DynamoDbLockStore(dynamodb, table('locks')),
-    inventory: new DynamoDbInventoryStore(dynamodb, table('inventory')),
-    leaseTtlMs: leaseTtlMs(jobType),
-  }),
+  setup: ({ jobType, dynamodb, table }): InventoryReserveState => {
+    const locks = new DynamoDbLockStore(dynamodb, table('locks'));
+    return {
+      locks,
+      inventory: new DynamoDbInventoryStore(dynamodb, table('inventory')),
+      unleased: new DynamoDbUnleasedReservation(locks, table('inventory')),
+      leaseTtlMs: leaseTtlMs(jobType),
+    };
+  },
   // The lease and the fence keep it idempotent: the reservation is recorded on the SKU itself.
   idempotency: 'self',
   async run(payload, { state, logger, metrics, clock, random, crash }) {
@@ -67,6 +80,9 @@ export const inventoryReserve = defineJob({
       { ...state, lock, store: state.inventory, clock, random, crash },
       payload,
     );
+    if (outcome.fallback !== undefined) {
+      logger.info('reservation took the lease path', { sku: payload.sku, reason: outcome.fallback });
+    }
     switch (outcome.kind) {
       case 'busy':
         metrics.addMetric(METRIC.lockContention, MetricUnit.Count, 1);
@@ -79,7 +95,12 @@ export const inventoryReserve = defineJob({
           reason: `lock on SKU ${payload.sku} is busy`,
         };
       case 'reserved':
-        logger.info('stock reserved', { orderId: payload.orderId, sku: payload.sku, fence: outcome.fence });
+        logger.info('stock reserved', {
+          orderId: payload.orderId,
+          sku: payload.sku,
+          fence: outcome.fence,
+          via: outcome.via,
+        });
         return;
       case 'duplicate':
         return { kind: 'duplicate_ignored' };

@@ -9,15 +9,20 @@
  * counter restarting at 1 would make the protected resource refuse every write after a sweep.
  *
  * Every operation is one conditional UpdateItem; a failed condition comes back with the old
- * item (ReturnValuesOnConditionCheckFailure) to say who holds the lock.
+ * item (ReturnValuesOnConditionCheckFailure) to say who holds the lock. `writeWithoutLease`, the
+ * one-transaction path for a critical section that is a single conditional write, is one
+ * TransactWriteItems of the lock item and the protected item.
  */
 import {
   ConditionalCheckFailedException,
   GetItemCommand,
   ScanCommand,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
   UpdateItemCommand,
   type AttributeValue,
   type DynamoDBClient,
+  type Update,
 } from '@aws-sdk/client-dynamodb';
 import { TABLE_KEYS } from '../../config/tables';
 import type {
@@ -67,6 +72,21 @@ function holderOf(item: Item | undefined): LockHolder | undefined {
 function recordOf(item: Item): LockRecord {
   return { resource: item[A.resource]?.S ?? '', fence: num(item, A.fence) ?? 0, holder: holderOf(item) };
 }
+
+/** What `DynamoDbLockStore.writeWithoutLease` came to. */
+export type UnleasedWriteResult =
+  /** Both items written: the protected one with `fence`, the lock's fence advanced to it. */
+  | { readonly kind: 'written'; readonly fence: number }
+  /** A live lease holds the resource; nothing written. */
+  | { readonly kind: 'busy'; readonly holder: LockHolder }
+  /** The protected write's condition failed; `item` is that item as it was (undefined: none). */
+  | {
+      readonly kind: 'refused';
+      readonly item: Item | undefined;
+      readonly cause: TransactionCanceledException;
+    }
+  /** Cancelled for a reason this store cannot read as one of the above: take the lease path. */
+  | { readonly kind: 'undecided'; readonly reason: string };
 
 /** The lease-lock records of one locks table. */
 export class DynamoDbLockStore implements LockStore {
@@ -150,6 +170,83 @@ export class DynamoDbLockStore implements LockStore {
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return false;
       throw error;
+    }
+  }
+
+  /**
+   * A critical section that is one conditional write, done without a lease: ONE TransactWriteItems
+   * of (1) the lock item, which takes no lease but advances its fence to `nowMs`, on condition
+   * that no live lease is held and its fence is below `nowMs`, and (2) `write(nowMs)`, the
+   * protected item's Update, which must store that fence and refuse a fence it has seen already
+   * (`attribute_not_exists(fence) OR fence < :t`), as a lease holder's write does.
+   *
+   * Why it keeps the lease lock's guarantees: the transaction is atomic with the check that no
+   * lease is live, so no holder is inside its critical section (an expired holder may still be
+   * running: a zombie); every fence issued before is ≤ the lock's fence < `nowMs`, so once the
+   * protected item holds `nowMs` the zombie's write is refused; and every later acquire issues
+   * `lock fence + 1 > nowMs`, so later holders' writes are accepted. A zombie's expired lease
+   * fields stay on the lock item (it is still listed as an orphan, and its owner may still
+   * release it): the transaction takes no lease and clears none. A fence above the clock (a writer
+   * whose clock ran ahead, or more acquires than milliseconds) fails the condition: `undecided`,
+   * and the lease path, whose fences count on from the lock's, does the work.
+   *
+   * Cost: one round trip instead of the lease path's three (acquire, write, release). DynamoDB
+   * bills a transactional write two units per item: 2 items × 2 WRU = 4 WRU for items under
+   * 1 KB, against the lease path's 3 (one per UpdateItem); a cancelled transaction is billed too.
+   * IAM authorizes the transaction item by item (dynamodb:UpdateItem on each table), so it needs
+   * no grant beyond the lease path's.
+   *
+   * A resend after a lost answer: the SDK fills ClientRequestToken once, before its retries, and
+   * DynamoDB answers a repeated token (within 10 minutes) as the first call without writing again.
+   * moto ignores the token: its resend is cancelled on the protected item's own condition, which
+   * the caller reads from the item (a reservation already there is a duplicate).
+   */
+  public async writeWithoutLease(request: {
+    readonly resource: string;
+    readonly nowMs: number;
+    readonly write: (fence: number) => Update;
+  }): Promise<UnleasedWriteResult> {
+    const fence = request.nowMs;
+    try {
+      await this.client.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: { [A.resource]: s(request.resource) },
+                UpdateExpression: 'SET #fence = :now',
+                ConditionExpression:
+                  '(attribute_not_exists(#owner) OR #expiresAt < :now) AND ' +
+                  '(attribute_not_exists(#fence) OR #fence < :now)',
+                ExpressionAttributeNames: { '#owner': A.owner, '#fence': A.fence, '#expiresAt': A.expiresAt },
+                ExpressionAttributeValues: { ':now': n(fence) },
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+            { Update: { ...request.write(fence), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+          ],
+        }),
+      );
+      return { kind: 'written', fence };
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      // One reason per item, in order; 'None' where the item's condition held (or was not reached).
+      const [lock, write] = error.CancellationReasons ?? [];
+      const holder = lock?.Code === 'ConditionalCheckFailed' ? holderOf(lock.Item) : undefined;
+      if (holder !== undefined && holder.expiresAtMs >= request.nowMs) return { kind: 'busy', holder };
+      // What the protected item says (a duplicate, a missing item) holds whatever the lock said.
+      if (write?.Code === 'ConditionalCheckFailed')
+        return { kind: 'refused', item: write.Item, cause: error };
+      const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None').join(', ');
+      const lockFence = num(lock?.Item, A.fence);
+      return {
+        kind: 'undecided',
+        reason:
+          lock?.Code === 'ConditionalCheckFailed' && lockFence !== undefined && lockFence >= fence
+            ? `the lock's fence ${lockFence} is not below the clock's ${fence}`
+            : `transaction cancelled (${codes})`,
+      };
     }
   }
 

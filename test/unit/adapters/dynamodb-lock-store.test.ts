@@ -4,8 +4,12 @@ import {
   GetItemCommand,
   ScanCommand,
   ThrottlingException,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
   UpdateItemCommand,
   type AttributeValue,
+  type CancellationReason,
+  type Update,
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
@@ -252,6 +256,140 @@ describe('Class: DynamoDbLockStore', () => {
         ExclusiveStartKey: { resource: { S: RESOURCE } },
         FilterExpression: 'attribute_exists(#owner)',
       });
+    });
+  });
+
+  describe('Method: writeWithoutLease', () => {
+    const write = (fence: number): Update => ({
+      TableName: 'tenang-test-stock',
+      Key: { sku: { S: 'sku-1' } },
+      UpdateExpression: 'SET #fence = :t',
+      ConditionExpression: 'attribute_not_exists(#fence) OR #fence < :t',
+      ExpressionAttributeNames: { '#fence': 'fence' },
+      ExpressionAttributeValues: { ':t': { N: String(fence) } },
+    });
+
+    function cancelled(reasons: CancellationReason[]): TransactionCanceledException {
+      return new TransactionCanceledException({
+        message: 'Transaction cancelled',
+        $metadata: {},
+        CancellationReasons: reasons,
+      });
+    }
+
+    const CHECK_FAILED = 'ConditionalCheckFailed';
+
+    it('when nothing holds the lease, it sends ONE TransactWriteItems: the lock fence advanced to now on no live lease and a lower fence, and the write with that fence', async () => {
+      // Prepare
+      dynamoMock.on(TransactWriteItemsCommand).resolves({});
+
+      // Act
+      const result = await store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      expect(result).toEqual({ kind: 'written', fence: NOW_MS });
+      expect(dynamoMock.calls()).toHaveLength(1);
+      expect(dynamoMock).toHaveReceivedCommandWith(TransactWriteItemsCommand, {
+        TransactItems: [
+          {
+            Update: {
+              TableName: TABLE,
+              Key: { resource: { S: RESOURCE } },
+              UpdateExpression: 'SET #fence = :now',
+              ConditionExpression:
+                '(attribute_not_exists(#owner) OR #expiresAt < :now) AND ' +
+                '(attribute_not_exists(#fence) OR #fence < :now)',
+              ExpressionAttributeNames: { '#owner': 'owner', '#fence': 'fence', '#expiresAt': 'expiresAt' },
+              ExpressionAttributeValues: { ':now': { N: String(NOW_MS) } },
+              ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+            },
+          },
+          { Update: { ...write(NOW_MS), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+        ],
+      });
+    });
+
+    it('when a live lease holds the resource, it answers busy with the holder from the lock item', async () => {
+      // Prepare: the write's own condition failed too; the lease decides.
+      dynamoMock.on(TransactWriteItemsCommand).rejects(
+        cancelled([
+          { Code: CHECK_FAILED, Item: HELD_ITEM },
+          { Code: CHECK_FAILED, Item: { sku: { S: 'sku-1' } } },
+        ]),
+      );
+
+      // Act
+      const result = await store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      expect(result).toEqual({
+        kind: 'busy',
+        holder: {
+          ownerToken: 'owner-a',
+          fence: 1_900_000_000_001,
+          acquiredAtMs: NOW_MS - 2_000,
+          expiresAtMs: NOW_MS + 8_000,
+        },
+      });
+    });
+
+    it("when only the write's condition failed, it answers refused with that item as it was", async () => {
+      // Prepare
+      const stock = { sku: { S: 'sku-1' }, fence: { N: '5' } };
+      const error = cancelled([{ Code: 'None' }, { Code: CHECK_FAILED, Item: stock }]);
+      dynamoMock.on(TransactWriteItemsCommand).rejects(error);
+
+      // Act
+      const result = await store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      expect(result).toEqual({ kind: 'refused', item: stock, cause: error });
+    });
+
+    it("when the lock's fence is not below the clock (its lease expired), it answers undecided and says why", async () => {
+      // Prepare
+      const ahead = { ...HELD_ITEM, fence: { N: String(NOW_MS + 5) }, expiresAt: { N: String(NOW_MS - 1) } };
+      dynamoMock
+        .on(TransactWriteItemsCommand)
+        .rejects(cancelled([{ Code: CHECK_FAILED, Item: ahead }, { Code: 'None' }]));
+
+      // Act
+      const result = await store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      expect(result).toEqual({
+        kind: 'undecided',
+        reason: `the lock's fence ${NOW_MS + 5} is not below the clock's ${NOW_MS}`,
+      });
+    });
+
+    it("when a concurrent transaction conflicts, it answers undecided with the reasons' codes", async () => {
+      // Prepare
+      dynamoMock
+        .on(TransactWriteItemsCommand)
+        .rejects(cancelled([{ Code: 'TransactionConflict' }, { Code: 'None' }]));
+
+      // Act
+      const result = await store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      expect(result).toEqual({
+        kind: 'undecided',
+        reason: 'transaction cancelled (TransactionConflict, None)',
+      });
+    });
+
+    it('when DynamoDB throttles, it lets the SDK error through for the failure policy to classify', async () => {
+      // Prepare
+      dynamoMock
+        .on(TransactWriteItemsCommand)
+        .rejects(new ThrottlingException({ message: 'slow down', $metadata: {} }));
+
+      // Act
+      const attempt = store().writeWithoutLease({ resource: RESOURCE, nowMs: NOW_MS, write });
+
+      // Assess
+      await expect(attempt).rejects.toBeInstanceOf(ThrottlingException);
     });
   });
 });

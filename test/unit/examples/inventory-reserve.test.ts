@@ -48,7 +48,7 @@ interface Fixture {
   readonly handler: ReturnType<typeof createJobHandler>;
 }
 
-function fixture(opts: { stock?: number; degraded?: boolean } = {}): Fixture {
+function fixture(opts: { stock?: number; degraded?: boolean; unleased?: boolean } = {}): Fixture {
   const clock = manualClock();
   const locks = new InMemoryLockStore();
   const inventory = new InMemoryInventoryStore();
@@ -66,6 +66,7 @@ function fixture(opts: { stock?: number; degraded?: boolean } = {}): Fixture {
     state: {
       locks,
       inventory,
+      ...(opts.unleased === true ? { unleased: inventory.unleased(locks) } : {}),
       leaseTtlMs: leaseTtlMs(JOB_TYPE),
       every: () => () => undefined,
       newToken: sequentialTokens('consumer'),
@@ -210,6 +211,66 @@ describe('Job: inventory.reserve (createJobHandler)', () => {
     expect(warn).toHaveBeenCalledWith(
       'lock release refused: this owner no longer holds the lease',
       expect.objectContaining({ resource: skuLockResource(SKU) }),
+    );
+  });
+});
+
+describe('Job: inventory.reserve with the lease-free path (as deployed)', () => {
+  it('when the SKU is free, it reserves without ever taking a lease and the record succeeds', async () => {
+    // Prepare
+    const { handler, inventory, locks, clock } = fixture({ unleased: true });
+    const acquire = jest.spyOn(locks, 'tryAcquire');
+    const info = jest.spyOn(Logger.prototype, 'info');
+
+    // Act
+    const response = await handler(sqsEvent(reservation('m-1')), lambdaContext());
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect((await inventory.get(SKU))?.available).toBe(7);
+    expect(acquire).not.toHaveBeenCalled();
+    expect((await locks.get(skuLockResource(SKU)))?.fence).toBe(clock.ms());
+    expect(info).toHaveBeenCalledWith(
+      'stock reserved',
+      expect.objectContaining({ fence: clock.ms(), via: 'transaction' }),
+    );
+  });
+
+  it('when a live lease holds the SKU (a stuck holder), it defers the message and counts lock contention and lock age', async () => {
+    // Prepare
+    const { handler, locks, clock, metrics, inventory } = fixture({ unleased: true });
+    const stuck = new LeaseLock({ store: locks, clock, newToken: () => 'stuck' });
+    await stuck.acquire(skuLockResource(SKU), 10_000);
+    clock.advance(4_000);
+
+    // Act
+    const response = await handler(sqsEvent(reservation('m-1')), lambdaContext());
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect(resent()).toEqual([expect.objectContaining({ QueueUrl: ENV.QUEUE_URL, DelaySeconds: 6 })]);
+    expect(metrics.addMetric).toHaveBeenCalledWith(METRIC.lockContention, 'Count', 1);
+    expect(metrics.addMetric).toHaveBeenCalledWith(METRIC.lockAge, 'Milliseconds', 4_000);
+    expect((await inventory.get(SKU))?.available).toBe(10);
+  });
+
+  it('when two records in one batch want the same SKU in the same millisecond, the second takes the lease path and both reserve', async () => {
+    // Prepare
+    const { handler, inventory } = fixture({ unleased: true });
+    const info = jest.spyOn(Logger.prototype, 'info');
+
+    // Act
+    const response = await handler(
+      sqsEvent(reservation('m-1', 'order-1', 1), reservation('m-2', 'order-2', 1)),
+      lambdaContext(),
+    );
+
+    // Assess
+    expect(response.batchItemFailures).toEqual([]);
+    expect((await inventory.get(SKU))?.available).toBe(8);
+    expect(info).toHaveBeenCalledWith(
+      'reservation took the lease path',
+      expect.objectContaining({ sku: SKU }),
     );
   });
 });

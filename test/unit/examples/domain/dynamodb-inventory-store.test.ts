@@ -2,12 +2,19 @@ import {
   ConditionalCheckFailedException,
   DynamoDBClient,
   GetItemCommand,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
   UpdateItemCommand,
   type AttributeValue,
+  type CancellationReason,
 } from '@aws-sdk/client-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import 'aws-sdk-client-mock-jest';
-import { DynamoDbInventoryStore } from '../../../../examples/reference/domain/dynamodb-inventory-store';
+import {
+  DynamoDbInventoryStore,
+  DynamoDbUnleasedReservation,
+} from '../../../../examples/reference/domain/dynamodb-inventory-store';
+import { DynamoDbLockStore } from '../../../../lib/adapters/aws/dynamodb-lock-store';
 import { classifyError, StaleFencingTokenError } from '../../../../lib/core/errors';
 import { InsufficientStockError, UnknownSkuError } from '../../../../examples/reference/domain/inventory';
 
@@ -196,5 +203,96 @@ describe('Class: DynamoDbInventoryStore', () => {
       });
       expect(dynamoMock).toHaveReceivedCommandWith(GetItemCommand, { ConsistentRead: true });
     });
+  });
+});
+
+describe('Class: DynamoDbUnleasedReservation', () => {
+  const LOCKS = 'tenang-test-locks';
+  const UNLEASED = { sku: SKU, orderId: 'order-9', quantity: 3, at: AT };
+
+  function unleased(): DynamoDbUnleasedReservation {
+    const client = new DynamoDBClient({ region: 'eu-west-1' });
+    return new DynamoDbUnleasedReservation(new DynamoDbLockStore(client, LOCKS), TABLE);
+  }
+
+  /** The transaction cancelled: the lock item's condition held, the stock's failed on `item`. */
+  function stockRefused(item: Record<string, AttributeValue> | undefined): void {
+    const reasons: CancellationReason[] = [
+      { Code: 'None' },
+      { Code: 'ConditionalCheckFailed', ...(item === undefined ? {} : { Item: item }) },
+    ];
+    dynamoMock.on(TransactWriteItemsCommand).rejects(
+      new TransactionCanceledException({
+        message: 'cancelled',
+        $metadata: {},
+        CancellationReasons: reasons,
+      }),
+    );
+  }
+
+  it('when the SKU is free, it sends the lock item and the fenced reservation (the clock as fence) in ONE TransactWriteItems', async () => {
+    // Prepare
+    dynamoMock.on(TransactWriteItemsCommand).resolves({});
+
+    // Act
+    const result = await unleased().reserve(UNLEASED);
+
+    // Assess
+    expect(result).toEqual({ kind: 'reserved', fence: AT.getTime() });
+    expect(dynamoMock.calls()).toHaveLength(1);
+    const [lock, stock] =
+      dynamoMock.commandCalls(TransactWriteItemsCommand)[0]?.args[0].input.TransactItems ?? [];
+    expect(lock?.Update).toMatchObject({ TableName: LOCKS, Key: { resource: { S: `inventory:${SKU}` } } });
+    expect(stock?.Update).toMatchObject({
+      TableName: TABLE,
+      Key: { sku: { S: SKU } },
+      ConditionExpression:
+        'attribute_exists(#available) AND attribute_not_exists(#reservations.#order) AND ' +
+        '(attribute_not_exists(#fence) OR #fence < :t) AND #available >= :q',
+      ExpressionAttributeValues: expect.objectContaining({ ':t': { N: String(AT.getTime()) } }) as unknown,
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    });
+  });
+
+  it('when the order already holds a reservation, it answers duplicate', async () => {
+    // Prepare
+    stockRefused(stockItem(7, 25, { 'order-9': { M: { quantity: { N: '3' }, fence: { N: '25' } } } }));
+
+    // Act
+    const result = await unleased().reserve(UNLEASED);
+
+    // Assess
+    expect(result).toEqual({ kind: 'duplicate' });
+  });
+
+  it('when the SKU accepted a fence at or above the clock, it answers undecided (the lease path decides)', async () => {
+    // Prepare
+    stockRefused(stockItem(10, AT.getTime()));
+
+    // Act
+    const result = await unleased().reserve(UNLEASED);
+
+    // Assess
+    expect(result).toEqual({ kind: 'undecided', reason: expect.stringContaining('refused') as unknown });
+  });
+
+  it('when stock is short or the SKU is unknown, it throws the permanent errors the lease path throws', async () => {
+    // Prepare
+    stockRefused(stockItem(2, 25));
+    const short = await unleased()
+      .reserve(UNLEASED)
+      .catch((e: unknown) => e);
+    dynamoMock.reset();
+    stockRefused(undefined);
+
+    // Act
+    const unknown = await unleased()
+      .reserve(UNLEASED)
+      .catch((e: unknown) => e);
+
+    // Assess
+    expect(short).toBeInstanceOf(InsufficientStockError);
+    expect(unknown).toBeInstanceOf(UnknownSkuError);
+    expect((unknown as Error).cause).toBeInstanceOf(TransactionCanceledException);
   });
 });

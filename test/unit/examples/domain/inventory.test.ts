@@ -8,6 +8,7 @@ import {
   UnknownSkuError,
   type ReserveStockDeps,
 } from '../../../../examples/reference/domain/inventory';
+import { StaleFencingTokenError } from '../../../../lib/core/errors';
 import { LeaseLock, LeaseLostError, type Every } from '../../../../lib/core/lease-lock';
 import { manualClock, sequentialTokens, type ManualClock } from '../../../helpers/manual-clock';
 
@@ -164,5 +165,122 @@ describe('Function: reserveStock', () => {
     expect(error).toBeInstanceOf(LeaseLostError);
     expect(classifyError(error)).toBe('transient');
     expect((await store.get(SKU))?.reservations['order-1']).toBeUndefined();
+  });
+});
+
+describe('Function: reserveStock (lease-free path)', () => {
+  /** The fixture with the lease-free path on, over the same fakes. */
+  function unleasedFixture(stock = 10): Fixture {
+    const f = fixture(stock);
+    return { ...f, deps: { ...f.deps, unleased: f.store.unleased(f.locks) } };
+  }
+
+  it('when the SKU is free, it reserves in one step with the clock as fence, takes no lease and advances the lock fence to it', async () => {
+    // Prepare
+    const { deps, store, locks, clock } = unleasedFixture();
+    const crash = jest.fn();
+
+    // Act
+    const outcome = await reserveStock({ ...deps, crash }, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(outcome).toEqual({ kind: 'reserved', fence: clock.ms(), release: undefined, via: 'transaction' });
+    expect((await store.get(SKU))?.available).toBe(7);
+    expect((await store.get(SKU))?.fence).toBe(clock.ms());
+    expect(await locks.get(skuLockResource(SKU))).toEqual({
+      resource: skuLockResource(SKU),
+      fence: clock.ms(),
+      holder: undefined,
+    });
+    // No lease, so no point where a crash would leave one behind.
+    expect(crash).not.toHaveBeenCalled();
+  });
+
+  it('when a live lease holds the SKU, it returns busy with the deferral and holder age, and writes nothing', async () => {
+    // Prepare
+    const { deps, lock, clock, store } = unleasedFixture();
+    await lock.acquire(skuLockResource(SKU), LEASE_MS);
+    clock.advance(3_500);
+
+    // Act
+    const outcome = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(outcome).toMatchObject({ kind: 'busy', holderAgeMs: 3_500, deferSeconds: 7, via: 'transaction' });
+    expect((await store.get(SKU))?.available).toBe(10);
+  });
+
+  it('when the same order is reserved twice, it reports a duplicate from the stock and decrements once', async () => {
+    // Prepare
+    const { deps, store, clock } = unleasedFixture();
+    await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+    clock.advance(1);
+
+    // Act
+    const second = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Assess
+    expect(second).toEqual({ kind: 'duplicate', fence: undefined, release: undefined, via: 'transaction' });
+    expect((await store.get(SKU))?.available).toBe(7);
+  });
+
+  it('when stock is short, it throws the permanent InsufficientStockError and leaves the lock as it was', async () => {
+    // Prepare
+    const { deps, locks } = unleasedFixture(2);
+
+    // Act
+    const error = await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 }).catch(
+      (e: unknown) => e,
+    );
+
+    // Assess
+    expect(error).toBeInstanceOf(InsufficientStockError);
+    expect(await locks.get(skuLockResource(SKU))).toBeUndefined();
+  });
+
+  it('when the lock fence is not below the clock (a second reservation in the same ms), it falls back to the lease path, whose fence counts on from the lock', async () => {
+    // Prepare: the first reservation set the lock's fence to this very millisecond.
+    const { deps, store, clock, locks } = unleasedFixture();
+    await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Act
+    const outcome = await reserveStock(deps, { sku: SKU, orderId: 'order-2', quantity: 3 });
+
+    // Assess
+    expect(outcome).toMatchObject({
+      kind: 'reserved',
+      fence: clock.ms() + 1,
+      via: 'lease',
+      release: { released: true },
+      fallback: expect.any(String) as unknown,
+    });
+    expect((await store.get(SKU))?.available).toBe(4);
+    expect((await locks.get(skuLockResource(SKU)))?.holder).toBeUndefined();
+  });
+
+  it("when a holder whose lease expired writes after the lease-free path did, its write is refused; a later holder's is accepted", async () => {
+    // Prepare: a zombie takes the lease and stalls past its expiry.
+    const { deps, store, clock, lock } = unleasedFixture();
+    const zombie = await lock.acquire(skuLockResource(SKU), LEASE_MS);
+    clock.advance(LEASE_MS + 1);
+    await reserveStock(deps, { sku: SKU, orderId: 'order-1', quantity: 3 });
+
+    // Act
+    const late = store.reserve({
+      sku: SKU,
+      orderId: 'order-zombie',
+      quantity: 1,
+      fence: zombie.fence,
+      at: clock(),
+    });
+    const later = await reserveStock(
+      { ...deps, unleased: undefined },
+      { sku: SKU, orderId: 'order-2', quantity: 1 },
+    );
+
+    // Assess
+    await expect(late).rejects.toBeInstanceOf(StaleFencingTokenError);
+    expect(later).toMatchObject({ kind: 'reserved', via: 'lease', fence: clock.ms() + 1 });
+    expect(Object.keys((await store.get(SKU))?.reservations ?? {}).sort()).toEqual(['order-1', 'order-2']);
   });
 });
