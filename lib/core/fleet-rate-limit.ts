@@ -72,6 +72,12 @@ const ADVANCE_ATTEMPTS = 3;
 export class FleetRateLimit implements RateLimit {
   private readonly intervalMs: number;
   private pending: Pending[] = [];
+  /**
+   * The TAT this instance last saw. The record's TAT only grows, so while this one is ahead of
+   * the clock the limit is busy for certain, and the write for an idle limit would fail: it is
+   * skipped, one request instead of two.
+   */
+  private lastTatMs = Number.NEGATIVE_INFINITY;
 
   public constructor(private readonly opts: FleetRateLimitOptions) {
     if (!(opts.ratePerSecond > 0) || !Number.isFinite(opts.ratePerSecond)) {
@@ -120,10 +126,16 @@ export class FleetRateLimit implements RateLimit {
     // Tokens are usable from their emission time less the burst's lead: the i-th (1-based)
     // after a TAT of `base` may be used at base + i×T − burst×T.
     const lead = burst * T;
-    const idleGrant = Math.min(n, burst + Math.floor(maxWaitMs / T));
-    const idle = await this.opts.store.startIdle({ nowMs: now, tatMs: now + idleGrant * T });
-    if (idle.set) return this.grants(n, idleGrant, now, now, lead);
-    let tat = idle.tatMs;
+    let tat = this.lastTatMs;
+    if (tat <= now) {
+      const idleGrant = Math.min(n, burst + Math.floor(maxWaitMs / T));
+      const idle = await this.opts.store.startIdle({ nowMs: now, tatMs: now + idleGrant * T });
+      if (idle.set) {
+        this.lastTatMs = now + idleGrant * T;
+        return this.grants(n, idleGrant, now, now, lead);
+      }
+      tat = idle.tatMs;
+    }
     for (let attempt = 0; attempt < ADVANCE_ATTEMPTS; attempt += 1) {
       const k = Math.min(n, Math.floor((now + lead + maxWaitMs - tat) / T));
       if (k <= 0) break;
@@ -131,9 +143,13 @@ export class FleetRateLimit implements RateLimit {
         incrementMs: k * T,
         maxTatMs: now + lead + maxWaitMs - k * T,
       });
-      if (moved.advanced) return this.grants(n, k, moved.tatMs - k * T, now, lead);
       tat = moved.tatMs;
+      if (moved.advanced) {
+        this.lastTatMs = moved.tatMs;
+        return this.grants(n, k, moved.tatMs - k * T, now, lead);
+      }
     }
+    this.lastTatMs = Math.max(this.lastTatMs, tat);
     const retryAfterMs = Math.max(1, Math.ceil(Math.max(tat, now) + T - lead - now));
     return Array.from({ length: n }, () => ({ granted: false as const, retryAfterMs }));
   }

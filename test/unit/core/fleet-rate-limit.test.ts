@@ -116,6 +116,26 @@ describe('Class: FleetRateLimit', () => {
     ]);
   });
 
+  it('when this instance last saw the limit busy, its next takes go straight to the busy write: one request', async () => {
+    // Prepare: this instance spent the burst a moment ago.
+    const clock = manualClock();
+    const store = new MemoryRateStore();
+    const l = limiter(store, clock);
+    await takes(l, 10, 0);
+    clock.advance(50);
+    store.requests = 0;
+
+    // Act
+    const results = await takes(l, 2, 1000);
+
+    // Assess: the TAT is 150 ms ahead, the burst's lead 200 ms: both are free now and later.
+    expect(store.requests).toBe(1);
+    expect(results).toEqual([
+      { granted: true, waitMs: 0 },
+      { granted: true, waitMs: 0 },
+    ]);
+  });
+
   it('when the store fails, the process answers from its own share and says why', async () => {
     // Prepare
     const store = new MemoryRateStore();
