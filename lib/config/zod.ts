@@ -5,9 +5,12 @@
  * '…/config/zod'` (a namespace import keeps tree-shaking), never from 'zod'.
  */
 import { en } from 'zod/locales';
-import { config } from 'zod/mini';
+import { config, type core } from 'zod/mini';
 
-config(en());
+let english: core.$ZodErrorMap | undefined;
+// The messages are built on the first issue that needs one: a cold start whose input is valid
+// (most of them) never builds the locale's tables.
+config({ localeError: (issue) => (english ??= en().localeError)(issue) });
 
 export * from 'zod/mini';
 
