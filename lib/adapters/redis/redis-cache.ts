@@ -195,14 +195,24 @@ export interface RedisCacheConnection {
 
 /** Redis-backed VersionedCache. */
 export class RedisCache implements EvictingCache {
-  private readonly redis: Redis & TenangScripts;
+  private scriptsDefined = false;
 
-  public constructor(private readonly connection: RedisCacheConnection) {
-    const client = connection.client;
-    for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) {
-      if (!(name in client)) client.defineCommand(name, { numberOfKeys: keys, lua });
+  public constructor(private readonly connection: RedisCacheConnection) {}
+
+  /**
+   * The shared client, with the scripts defined on it at the first command rather than at
+   * construction: defining one hashes its Lua and generates its functions, which a cold start
+   * that sends no command (an empty batch, a refused request) then never pays for.
+   */
+  private get redis(): Redis & TenangScripts {
+    const client = this.connection.client;
+    if (!this.scriptsDefined) {
+      for (const [name, { keys, lua }] of Object.entries(SCRIPTS)) {
+        if (!(name in client)) client.defineCommand(name, { numberOfKeys: keys, lua });
+      }
+      this.scriptsDefined = true;
     }
-    this.redis = client as Redis & TenangScripts;
+    return client as Redis & TenangScripts;
   }
 
   public get(key: string): Promise<CacheEntry | undefined> {
