@@ -491,9 +491,9 @@ function firstEvent(
     handler === 'order-reader'
       ? {
           method: 'GET',
-          path: '/orders/{orderId}',
+          path: '/orders/{id}',
           raw: '/orders/o-bench-1',
-          params: { orderId: 'o-bench-1' },
+          params: { id: 'o-bench-1' },
           body: '',
         }
       : {
@@ -532,7 +532,9 @@ function firstEvent(
 const OPERATOR_INVOCATIONS: Record<string, unknown> = {
   'cache-admin': {
     operation: 'invalidate-prefix',
-    prefix: 'bench:',
+    // Under the bench stage's keyspace (cacheKeyspace('dev')): any other prefix is refused
+    // before the cache is reached, and the first invocation would then measure no connection.
+    prefix: 'tenang:dev:bench:',
     batch: 100,
     dryRun: true,
     requestedBy: { actor: 'bench' },
