@@ -36,8 +36,9 @@ export interface CircuitBreakerOptions {
    * Holds a call back while the calls in flight and the failures in the window together reach
    * `failureThreshold`, until one settles: calls run at once up to the threshold, yet no more
    * than `failureThreshold` of them can fail before the circuit opens, as when they run one after
-   * another. A held call that finds the circuit open is refused (CircuitOpenError) without being
-   * made. @default false: calls are never held back
+   * another. While half-open, calls beyond the probes wait for the probes' outcome (closed: they
+   * run; open again: refused) instead of being refused at once. A held call that finds the circuit
+   * open is refused (CircuitOpenError) without being made. @default false: calls are never held back
    */
   readonly limitInFlightToThreshold?: boolean;
 }
@@ -100,7 +101,7 @@ export class CircuitBreaker {
    */
   public async execute<T>(call: () => Promise<T>): Promise<T> {
     if (this.opts.limitInFlightToThreshold === true) {
-      while (this.atThreshold()) await new Promise<void>((wake) => this.held.push(wake));
+      while (this.atThreshold() || this.probing()) await new Promise<void>((wake) => this.held.push(wake));
     }
     this.inFlight += 1;
     try {
@@ -113,6 +114,13 @@ export class CircuitBreaker {
       this.held = [];
       for (const wake of held) wake();
     }
+  }
+
+  /** Half-open with its probes in flight: a held call waits for their outcome instead of being refused. */
+  private probing(): boolean {
+    return (
+      this.stateAt(this.opts.clock().getTime()) === 'half-open' && this.probesInFlight >= this.halfOpenProbes
+    );
   }
 
   /** Closed, with as many calls in flight and failures in the window as the threshold. */

@@ -359,6 +359,29 @@ describe('Property: circuit breaker', () => {
       expect(await Promise.all(results)).toEqual(Array(4).fill('ok'));
     });
 
+    it('when half-open, calls beyond the probe wait for its outcome: they run once it succeeds', async () => {
+      // Prepare: opened by three failures, then cooled down.
+      const clock = manualClock();
+      const cb = breaker(clock, { limitInFlightToThreshold: true });
+      for (let i = 0; i < 3; i += 1) await attempt(cb, fail);
+      clock.advance(SETTINGS.coolDownMs);
+      const g = gate();
+
+      // Act
+      const results = Array.from({ length: 4 }, () => attempt(cb, g.call));
+      await turn();
+      const duringProbe = g.inFlight();
+      while (g.inFlight() > 0) {
+        g.settle(true);
+        await turn();
+      }
+
+      // Assess
+      expect(duringProbe).toBe(1);
+      expect(await Promise.all(results)).toEqual(Array(4).fill('ok'));
+      expect(cb.snapshot().state).toBe('closed');
+    });
+
     it('when it is not set, calls are never held back', async () => {
       // Prepare
       const cb = breaker(manualClock());
