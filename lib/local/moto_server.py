@@ -27,6 +27,10 @@ And it makes two of moto's pure helpers remember their answers (see _memoize_mot
 were half the CPU of a request (measured: GetQueueAttributes 2.3 ms -> about 1 ms in process), and
 an idle local platform sends moto some 1500 requests a minute.
 
+And it keeps connections open between requests (see KeepAliveRequestHandler): Werkzeug's server
+answers every request with `Connection: close`, so each of those requests paid a new TCP
+connection (and, for the platform's `localhost` endpoint, a name lookup) on both sides.
+
 Usage: python3 moto_server.py -H 127.0.0.1 -p PORT   (the same options as moto.server)
 """
 
@@ -40,6 +44,9 @@ import sys
 import threading
 import time
 import uuid
+
+import werkzeug.serving
+from werkzeug.wsgi import LimitedStream
 
 import moto.backends
 import moto.core.utils
@@ -348,8 +355,85 @@ def _install_item_snapshots():
     dynamodb_models.DynamoDBBackend.transact_write_items = transact_write_items
 
 
+class KeepAliveRequestHandler(werkzeug.serving.WSGIRequestHandler):
+    """Werkzeug's request handler with HTTP/1.1 keep-alive.
+
+    Werkzeug sends `Connection: close` on every response because Python's http.server cannot
+    tell where an unread request body ends, and after the response it reads whatever is left on
+    the socket for up to 10 ms (that would swallow the next request on a kept connection). Here
+    the body is bounded by its Content-Length (or its chunked framing), what the application
+    left unread of it is read after the response, and the connection stays open for the next
+    request. A request whose body cannot be bounded, or one that asked to close, closes as before.
+    """
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle's algorithm the body would wait for the
+    # client's delayed ACK of the headers (about 40 ms) on a kept connection.
+    disable_nagle_algorithm = True
+
+    def make_environ(self):
+        environ = super().make_environ()
+        if not environ.get("wsgi.input_terminated"):
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = -1
+            if length < 0:
+                # No way to find the next request line: answer this one and close.
+                self.close_connection = True
+                length = 0
+            environ["wsgi.input"] = LimitedStream(self.rfile, length)
+        self._body = environ["wsgi.input"]
+        return environ
+
+    def run_wsgi(self):
+        self._body = None
+        super().run_wsgi()
+        body = self._body
+        if body is None or self.close_connection:
+            return
+        try:
+            if isinstance(body, LimitedStream):
+                body.exhaust()
+            else:
+                while body.read(65536):
+                    pass
+        except Exception:
+            self.close_connection = True
+
+    def send_header(self, keyword, value):
+        if keyword.lower() == "connection" and value.lower() == "close" and not self.close_connection:
+            return
+        super().send_header(keyword, value)
+
+
+class _NoDrainSelector:
+    """Stands in for the selector of Werkzeug's after-response drain, which finds nothing to
+    read: KeepAliveRequestHandler has read the body, and what follows is the next request."""
+
+    def register(self, *args, **kwargs):
+        return None
+
+    def select(self, timeout=None):
+        return []
+
+    def close(self):
+        return None
+
+
+class _SelectorsShim:
+    EVENT_READ = 1
+    DefaultSelector = _NoDrainSelector
+
+
+def _install_keep_alive():
+    werkzeug.serving.WSGIRequestHandler = KeepAliveRequestHandler
+    werkzeug.serving.selectors = _SelectorsShim
+
+
 moto.server.DomainDispatcherApplication = SerializedDynamoDBApplication  # type: ignore[misc]
 _install_item_snapshots()
+_install_keep_alive()
 # SNS subscriptions wait for their endpoint to confirm them, as on AWS: see moto_sns.py.
 moto_sns.install(moto.server)
 
