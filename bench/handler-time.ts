@@ -43,6 +43,7 @@ import { latencyPercentiles, type LatencyPercentiles } from '../harness/stampede
 import { DynamoDbInventoryStore } from '../examples/reference/domain/dynamodb-inventory-store';
 import { DynamoDbOrderStore } from '../examples/reference/domain/dynamodb-order-store';
 import { notificationKey } from '../examples/reference/domain/notification';
+import { MESSAGING_LIMITS } from '../examples/reference/jobs/notification-send';
 import { paymentCaptureKey } from '../examples/reference/domain/payment';
 import { isReferenceJobType, type JobTypeName, type PayloadOf } from '../examples/reference/domain/payloads';
 import { newDynamoDbClient, newSqsClient } from '../lib/adapters/aws/clients';
@@ -134,6 +135,12 @@ interface JobKind<T extends JobTypeName> {
   prepare(env: BenchEnv, id: string): Promise<{ payload: PayloadOf<T>; idempotencyKey: string }>;
   /** What is wrong with the job's outcome (it must have been done once), or undefined. */
   check(env: BenchEnv, payload: PayloadOf<T>): Promise<string | undefined>;
+  /**
+   * Shortest time between two batches of one variant, when the job type's handler holds to a
+   * provider's rate: batches closer than that would measure waits for the rate limit (which the
+   * peer does not keep), not the handler. @default 0
+   */
+  readonly minBatchIntervalMs?: number;
 }
 
 /** What the job kinds read and write. */
@@ -181,6 +188,8 @@ const JOB_KINDS: { readonly [T in JobTypeName]: JobKind<T> } = {
     },
   },
   'notification.send': {
+    // The provider's fleet-wide burst is one batch; it is back in full after burst ÷ rate.
+    minBatchIntervalMs: (1000 * MESSAGING_LIMITS.fleetBurst) / MESSAGING_LIMITS.fleetRatePerSecond,
     prepare: (_env, id) =>
       Promise.resolve({
         payload: {
@@ -377,6 +386,7 @@ async function measureJobType(
   const runTag = Date.now().toString(36);
   try {
     let before = new Map<HandlerVariant, RequestTotals>();
+    const lastInvoked = new Map<HandlerVariant, number>();
     const total = sizes.warmupRounds + sizes.rounds;
     for (let round = 0; round < total; round += 1) {
       const timed = round >= sizes.warmupRounds;
@@ -405,6 +415,9 @@ async function measureJobType(
         const ids = await sendBatch(env.sqs, queue, messages);
         const received = await receiveAll(env.sqs, queue, ids);
         const event: SQSEvent = { Records: received.map((m) => toSqsRecord(m, queue.arn)) };
+        const sinceLast = performance.now() - (lastInvoked.get(subject.variant) ?? Number.NEGATIVE_INFINITY);
+        if (sinceLast < (kind.minBatchIntervalMs ?? 0)) await sleep((kind.minBatchIntervalMs ?? 0) - sinceLast);
+        lastInvoked.set(subject.variant, performance.now());
         const started = performance.now();
         const result = await subject.host.invoke(event);
         const hostMs = performance.now() - started;

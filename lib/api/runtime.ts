@@ -66,7 +66,7 @@ export { noCrash, crashHookFrom, type CrashHook, type CrashPoint } from '../adap
 export { METRIC } from '../config/metrics';
 export { MetricUnit } from '@aws-lambda-powertools/metrics';
 export { DynamoDbLockStore, type UnleasedWriteResult } from '../adapters/aws/dynamodb-lock-store';
-export { DynamoDbDedupStore } from '../adapters/aws/dynamodb-dedup-store';
+export { DynamoDbDedupStore, type DynamoDbDedupStoreOptions } from '../adapters/aws/dynamodb-dedup-store';
 export { DynamoDbRateStore } from '../adapters/aws/dynamodb-rate-store';
 export type { ClaimResult, DedupStore } from '../core/ports';
 export {

@@ -24,6 +24,12 @@ export interface RateLimit {
    * Takes one token if it is free now or within `maxWaitMs`. @default maxWaitMs 0
    */
   take(maxWaitMs?: number): TakeResult | Promise<TakeResult>;
+  /**
+   * Whether a take with `maxWaitMs` would be refused for certain, from what this process has
+   * already seen (no request): a caller can then skip work it would do beside the take.
+   * @default - not known (absent)
+   */
+  knownSpent?(maxWaitMs?: number): boolean;
 }
 
 /** Where the fleet's TAT is kept, written only with conditions. */
@@ -96,6 +102,16 @@ export class FleetRateLimit implements RateLimit {
       // of the turn are done), so a batch's records share one request.
       if (this.pending.length === 1) setImmediate(() => void this.flush());
     });
+  }
+
+  /**
+   * True when the TAT this instance last saw already refuses a take now: the record's TAT only
+   * grows, so the store would refuse it too (and take() answers it without a request).
+   */
+  public knownSpent(maxWaitMs = 0): boolean {
+    const T = this.intervalMs;
+    const now = this.opts.clock().getTime();
+    return this.lastTatMs > now && Math.floor((now + this.opts.burst * T + maxWaitMs - this.lastTatMs) / T) <= 0;
   }
 
   private async flush(): Promise<void> {

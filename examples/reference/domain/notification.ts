@@ -16,6 +16,8 @@ import {
   waitDeferSeconds,
   type DedupStore,
   type RateLimit,
+  type ClaimResult,
+  type TakeResult,
 } from 'tenang/runtime';
 import type { NotificationSendPayload } from './payloads';
 
@@ -99,17 +101,31 @@ export async function sendNotification(
   payload: NotificationSendPayload,
   correlationId: string,
 ): Promise<NotificationOutcome> {
-  // An open circuit or a spent rate touches neither the dedup table nor the provider.
+  // An open circuit or a rate known to be spent touches neither the dedup table nor the provider.
   const circuit = deps.breaker.snapshot();
   if (circuit.retryAfterMs > 0) return deferred('circuit-open', circuit.retryAfterMs, deps.random);
-  const token = await deps.rate.take(deps.maxRateWaitMs);
-  if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
-
   const key = notificationKey(payload.orderId, payload.template);
-  const claim = await deps.dedup.claim(key, deps.inFlightClaimSeconds);
+  const taking = deps.rate.take(deps.maxRateWaitMs);
+  let token: TakeResult;
+  let claim: ClaimResult;
+  if (!(taking instanceof Promise) || deps.rate.knownSpent?.(deps.maxRateWaitMs) === true) {
+    // Answered without a request (a process's own bucket, or a shared limit this process has
+    // seen spent): a refused token costs no claim.
+    token = await taking;
+    if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
+    claim = await deps.dedup.claim(key, deps.inFlightClaimSeconds);
+  } else {
+    // The shared limit's write and the claim side by side: one round trip before the call, not two.
+    [token, claim] = await Promise.all([taking, deps.dedup.claim(key, deps.inFlightClaimSeconds)]);
+    if (!token.granted && claim === 'claimed') {
+      await bookkeeping(deps, 'release', key, () => deps.dedup.release(key));
+      return deferred('rate-limited', token.retryAfterMs, deps.random);
+    }
+  }
   if (claim === 'done') return { kind: 'duplicate' };
   // By then the other attempt has confirmed (a duplicate), given the claim back or died (its claim expired).
   if (claim === 'in-flight') return deferred('in-flight', deps.inFlightClaimSeconds * 1000, deps.random);
+  if (!token.granted) return deferred('rate-limited', token.retryAfterMs, deps.random);
 
   let messageId: string;
   try {

@@ -78,7 +78,11 @@ export const notificationSend = defineJob({
   name: 'notification.send',
   payload: NotificationSendPayload,
   setup: ({ jobType, clock, dynamodb, table, providerUrl, logger }): NotificationSendState => ({
-    dedup: new DynamoDbDedupStore(dynamodb, table('dedup'), clock),
+    // A batch's confirms go together once its last call is done: its siblings' calls end within
+    // the provider's timeout, so no confirm waits longer.
+    dedup: new DynamoDbDedupStore(dynamodb, table('dedup'), clock, {
+      gatherConfirmsMs: MESSAGING_LIMITS.timeoutMs,
+    }),
     provider: new HttpMessagingProvider({
       baseUrl: providerUrl('messaging'),
       timeoutMs: MESSAGING_LIMITS.timeoutMs,
@@ -115,8 +119,9 @@ export const notificationSend = defineJob({
   }),
   // Its own dedup claim per (order, template), not a record per envelope.
   idempotency: 'self',
-  // A batch's records run at once: one rate-limit write for all of them, their dedup claims and
-  // provider calls side by side; the breaker holds calls back to one at a time once one fails.
+  // A batch's records run at once: one rate-limit write for all of them beside their dedup
+  // claims, the provider calls side by side, and their confirms in one request at the end; the
+  // breaker holds calls back to one at a time once one fails.
   async run(payload, { state, logger, random, job }) {
     const outcome = await sendNotification(
       {

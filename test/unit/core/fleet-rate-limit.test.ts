@@ -136,6 +136,28 @@ describe('Class: FleetRateLimit', () => {
     ]);
   });
 
+  it('when this instance has seen the fleet rate spent beyond a wait, it knows a take would be refused, until time frees a token', async () => {
+    // Prepare: the burst and 100 ms ahead are spent (TAT 300 ms ahead: the next token is usable at 120 ms).
+    const clock = manualClock();
+    const store = new MemoryRateStore();
+    const l = limiter(store, clock);
+    const fresh = limiter(store, clock);
+    await takes(l, 15, 100);
+    store.requests = 0;
+
+    // Act
+    const before = [l.knownSpent(0), l.knownSpent(100), l.knownSpent(120), fresh.knownSpent(0)];
+    const refused = await l.take(0);
+    clock.advance(120);
+    const later = l.knownSpent(0);
+
+    // Assess: known without a request; a process that has seen nothing does not claim to know.
+    expect(before).toEqual([true, true, false, false]);
+    expect(refused.granted).toBe(false);
+    expect(store.requests).toBe(0);
+    expect(later).toBe(false);
+  });
+
   it('when the store fails, the process answers from its own share and says why', async () => {
     // Prepare
     const store = new MemoryRateStore();

@@ -10,7 +10,8 @@ import {
   type OutgoingMessage,
   type SendNotificationDeps,
 } from '../../../../examples/reference/domain/notification';
-import { TokenBucket } from '../../../../lib/core/token-bucket';
+import { TokenBucket, type TakeResult } from '../../../../lib/core/token-bucket';
+import type { RateLimit } from '../../../../lib/core/fleet-rate-limit';
 import { manualClock, type ManualClock } from '../../../helpers/manual-clock';
 
 const PAYLOAD: NotificationSendPayload = {
@@ -285,6 +286,105 @@ describe('Function: sendNotification', () => {
     // Assess
     expect(outcome.kind).toBe('sent');
     expect(sleeps).toEqual([250]);
+  });
+
+  describe('with a limit answered by a request (the fleet\'s)', () => {
+    /** A shared limit that answers when told, and says whether it knows it is spent. */
+    function sharedLimit(answer: TakeResult, spent = false): {
+      rate: RateLimit;
+      events: string[];
+      answer: () => void;
+    } {
+      const events: string[] = [];
+      let settle: (r: TakeResult) => void = () => undefined;
+      return {
+        events,
+        answer: () => {
+          events.push('token answered');
+          settle(answer);
+        },
+        rate: {
+          take: () => new Promise<TakeResult>((resolve) => (settle = resolve)),
+          knownSpent: () => spent,
+        },
+      };
+    }
+
+    it('when the token is granted, the claim was taken beside its request and the notification sends', async () => {
+      // Prepare
+      const { deps, dedup, provider } = fixture();
+      const limit = sharedLimit({ granted: true, waitMs: 0 });
+      const claim = dedup.claim.bind(dedup);
+      jest.spyOn(dedup, 'claim').mockImplementation((...args) => {
+        limit.events.push('claim');
+        return claim(...args);
+      });
+
+      // Act
+      const sending = sendNotification({ ...deps, rate: limit.rate }, PAYLOAD, 'corr-1');
+      await new Promise(setImmediate);
+      limit.answer();
+      const outcome = await sending;
+
+      // Assess
+      expect(limit.events).toEqual(['claim', 'token answered']);
+      expect(outcome.kind).toBe('sent');
+      expect(provider.calls).toHaveLength(1);
+      expect(dedup.claims.get(KEY)?.status).toBe('done');
+    });
+
+    it('when the token is refused after the claim was taken, it gives the claim back and defers without calling the provider', async () => {
+      // Prepare
+      const { deps, dedup, provider } = fixture();
+      const limit = sharedLimit({ granted: false, retryAfterMs: 3_000 });
+
+      // Act
+      const sending = sendNotification({ ...deps, rate: limit.rate }, PAYLOAD, 'corr-1');
+      await new Promise(setImmediate);
+      limit.answer();
+      const outcome = await sending;
+
+      // Assess
+      expect(outcome).toEqual({ kind: 'deferred', reason: 'rate-limited', deferSeconds: 3 });
+      expect(provider.calls).toHaveLength(0);
+      expect(dedup.claims.has(KEY)).toBe(false);
+    });
+
+    it('when the token is refused but the notification was sent already, it reports the duplicate rather than deferring it', async () => {
+      // Prepare
+      const { deps, dedup, provider } = fixture();
+      await dedup.claim(KEY, IN_FLIGHT_S);
+      await dedup.confirm(KEY, SENT_S);
+      const limit = sharedLimit({ granted: false, retryAfterMs: 3_000 });
+
+      // Act
+      const sending = sendNotification({ ...deps, rate: limit.rate }, PAYLOAD, 'corr-1');
+      await new Promise(setImmediate);
+      limit.answer();
+      const outcome = await sending;
+
+      // Assess
+      expect(outcome).toEqual({ kind: 'duplicate' });
+      expect(provider.calls).toHaveLength(0);
+      expect(dedup.claims.get(KEY)?.status).toBe('done');
+    });
+
+    it('when the limit is known to be spent, it waits for the refusal and never claims', async () => {
+      // Prepare
+      const { deps, dedup } = fixture();
+      const limit = sharedLimit({ granted: false, retryAfterMs: 2_000 }, true);
+      const claim = jest.spyOn(dedup, 'claim');
+
+      // Act
+      const sending = sendNotification({ ...deps, rate: limit.rate }, PAYLOAD, 'corr-1');
+      await new Promise(setImmediate);
+      limit.answer();
+      const outcome = await sending;
+
+      // Assess
+      expect(outcome).toEqual({ kind: 'deferred', reason: 'rate-limited', deferSeconds: 2 });
+      expect(claim).not.toHaveBeenCalled();
+    });
   });
 
   it('when confirming the claim fails after the send, it still reports sent and tells about the failure', async () => {
