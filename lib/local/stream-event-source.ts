@@ -66,8 +66,12 @@ export interface StreamMappingStats {
  */
 export const STREAM_READER_HEADER = 'x-tenang-stream-reader';
 
-/** How long a shard poller waits after a read that found no records, ms: the stream's poll interval when idle. */
-export const IDLE_WAIT_MS = 200;
+/**
+ * How long a shard poller waits after a read that found no records, ms: the stream's poll
+ * interval when idle. AWS: "Lambda polls shards in your DynamoDB stream for records at a base
+ * rate of 4 times per second" (Lambda developer guide, Using AWS Lambda with Amazon DynamoDB).
+ */
+export const IDLE_WAIT_MS = 1000 / 4;
 
 /**
  * How long a shard poller keeps reading with the iterator an empty read returned before it
