@@ -35,8 +35,13 @@ import { lambdaContext, receiveSqsEvent, settleBatch } from '../helpers/sqs-even
 jest.setTimeout(60_000);
 
 const STAGE = 'itest';
-/** The rival's lease: short, so each deferral is about a second. */
-const RIVAL_TTL_MS = 1_000;
+/**
+ * The rival's lease: short, so each deferral takes a few seconds, yet long enough that its
+ * heartbeat (every fifth of it) keeps it alive through 2 s of CPU starvation: with a 1 s lease a
+ * clean-clone CI run, its low-priority lane on a loaded machine, lost it, so the job reserved a
+ * round early and no third delivery came.
+ */
+const RIVAL_TTL_MS = 2_500;
 
 const SERVICE_NAME = 'inventory-consumer';
 let dynamo: DynamoDBClient;
