@@ -175,9 +175,20 @@ async function main(argv: readonly string[]): Promise<number> {
     scratch === undefined ? undefined : path.join(scratch, `${lane.name}.json`),
   );
   const started = Date.now();
-  const codes = await Promise.all(LANES.map((lane, i) => runLane(lane, args, files[i])));
+  const endedAt: number[] = [];
+  const codes = await Promise.all(
+    LANES.map((lane, i) =>
+      runLane(lane, args, files[i]).then((code) => {
+        endedAt[i] = Date.now();
+        return code;
+      }),
+    ),
+  );
+  // Each lane's own time: which one is the critical path.
   for (const [i, lane] of LANES.entries())
-    process.stderr.write(`[test] ${lane.name} lane (${lane.projects.join(', ')}): exit ${codes[i]}\n`);
+    process.stderr.write(
+      `[test] ${lane.name} lane (${lane.projects.join(', ')}): exit ${codes[i]} after ${(((endedAt[i] ?? started) - started) / 1000).toFixed(0)} s\n`,
+    );
   process.stderr.write(`[test] every lane done in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   if (outputFile !== undefined && scratch !== undefined) {
     const merged = mergeReports(files.map((f) => (f === undefined ? undefined : readReport(f))));
