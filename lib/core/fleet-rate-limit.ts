@@ -109,9 +109,14 @@ export class FleetRateLimit implements RateLimit {
    * grows, so the store would refuse it too (and take() answers it without a request).
    */
   public knownSpent(maxWaitMs = 0): boolean {
-    const T = this.intervalMs;
     const now = this.opts.clock().getTime();
-    return this.lastTatMs > now && Math.floor((now + this.opts.burst * T + maxWaitMs - this.lastTatMs) / T) <= 0;
+    return this.lastTatMs > now && this.fitting(this.lastTatMs, now, maxWaitMs) <= 0;
+  }
+
+  /** Tokens usable within `maxWaitMs` of `now` after a TAT of `tat` (the burst's lead included). */
+  private fitting(tat: number, now: number, maxWaitMs: number): number {
+    const T = this.intervalMs;
+    return Math.floor((now + this.opts.burst * T + maxWaitMs - tat) / T);
   }
 
   private async flush(): Promise<void> {
@@ -153,7 +158,7 @@ export class FleetRateLimit implements RateLimit {
       tat = idle.tatMs;
     }
     for (let attempt = 0; attempt < ADVANCE_ATTEMPTS; attempt += 1) {
-      const k = Math.min(n, Math.floor((now + lead + maxWaitMs - tat) / T));
+      const k = Math.min(n, this.fitting(tat, now, maxWaitMs));
       if (k <= 0) break;
       const moved = await this.opts.store.advance({
         incrementMs: k * T,

@@ -24,6 +24,7 @@ import {
   GetShardIteratorCommand,
   DescribeStreamCommand,
 } from '@aws-sdk/client-dynamodb-streams';
+import * as http from 'node:http';
 import { startLocalEnv, type LocalEnv } from '../../lib/local/env';
 import { freePort } from '../../lib/local/ports';
 import { isSerializedMoto, MOTO_PROBE_PATH, probeHttp } from '../../lib/local/probes';
@@ -53,6 +54,47 @@ describe('the moto launcher (lib/local/moto_server.py)', () => {
     // Assess
     expect(env.started).toContain('moto');
     expect(isSerializedMoto(probe)).toBe(true);
+  });
+
+  it('when a client sends requests one after another, they share one kept connection, bodies included (Werkzeug alone closed each one)', async () => {
+    // Prepare: a keep-alive agent that counts the sockets it opens.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    let sockets = 0;
+    const createConnection = agent.createConnection.bind(agent);
+    agent.createConnection = (...args: Parameters<typeof createConnection>) => {
+      sockets += 1;
+      return createConnection(...args);
+    };
+    const ddb = new DynamoDBClient({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+      requestHandler: { httpAgent: agent },
+    });
+    const table = `keep-alive-${Date.now()}`;
+    await ddb.send(
+      new CreateTableCommand({
+        TableName: table,
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+
+    // Act
+    const read: string[] = [];
+    for (let i = 0; i < 20; i += 1) {
+      await ddb.send(
+        new PutItemCommand({ TableName: table, Item: { pk: { S: `k${i}` }, v: { S: 'x'.repeat(2000) } } }),
+      );
+      const { Item } = await ddb.send(new GetItemCommand({ TableName: table, Key: { pk: { S: `k${i}` } } }));
+      read.push(Item?.v?.S ?? '');
+    }
+    agent.destroy();
+
+    // Assess: 41 requests, one connection; every body arrived whole.
+    expect(sockets).toBe(1);
+    expect(read.every((v) => v.length === 2000)).toBe(true);
   });
 
   describe('TransactWriteItems', () => {
