@@ -10,6 +10,9 @@
  *   changes at most one period (plus one sampling interval) after the data does.
  * - SQS gauges are sampled every `intervalMs`, several times per period; alarms on them use
  *   Maximum (or Minimum/Average), for which that is what CloudWatch's one-per-minute value means.
+ *   By default the interval follows the shortest alarm period: a twelfth of it, between 1 s and
+ *   5 s (every 5 s for the deployed 60 s periods, every second once periods are scaled to 12 s
+ *   or less), since each evaluation is a DescribeAlarms and a GetQueueAttributes per queue.
  * - ApproximateAgeOfOldestMessage is estimated without receiving anything: see
  *   {@link OldestMessageTracker}.
  * - Custom and Lambda metrics are timestamped when the platform sees them, not by the EMF
@@ -78,7 +81,10 @@ export interface AlarmEvaluatorDeps {
   readonly periodSeconds?: number;
   /** Multiplies every period and suppressor wait/extension (1/30 turns 60 s into 2 s); ignored with periodSeconds. @default 1 */
   readonly periodScale?: number;
-  /** How often start() samples the queues and evaluates, ms. @default 1000 */
+  /**
+   * How often start() samples the queues and evaluates, ms.
+   * @default a twelfth of the shortest alarm period, between 1000 and 5000 ({@link defaultIntervalMs})
+   */
   readonly intervalMs?: number;
   /** Also PutMetricData each completed period's datapoints, so GetMetricStatistics shows them. @default true */
   readonly publishMetrics?: boolean;
@@ -98,6 +104,24 @@ interface CompositeRuntime {
 }
 
 const PUT_METRIC_DATA_BATCH = 100;
+/** Evaluations per shortest period when no interval is given, and the interval's bounds, ms. */
+const SAMPLES_PER_PERIOD = 12;
+const MIN_INTERVAL_MS = 1_000;
+const MAX_INTERVAL_MS = 5_000;
+
+/**
+ * The evaluation interval for alarms whose shortest period is `shortestPeriodMs`: a twelfth of
+ * it, between 1 s and 5 s; 1 s while no alarm is known. A state then changes at most one period
+ * plus a twelfth of it after the data does, and an idle platform evaluates its 60 s alarms every
+ * 5 s instead of every second (each evaluation: a DescribeAlarms, a GetQueueAttributes per queue).
+ */
+export function defaultIntervalMs(shortestPeriodMs: number | undefined): number {
+  if (shortestPeriodMs === undefined || !Number.isFinite(shortestPeriodMs)) return MIN_INTERVAL_MS;
+  return Math.min(
+    MAX_INTERVAL_MS,
+    Math.max(MIN_INTERVAL_MS, Math.floor(shortestPeriodMs / SAMPLES_PER_PERIOD)),
+  );
+}
 const STATE_REASON_MAX = 1023;
 
 function isMissingQueue(error: unknown): boolean {
@@ -251,7 +275,6 @@ export class AlarmEvaluator {
   }
 
   private async run(): Promise<void> {
-    const intervalMs = this.deps.intervalMs ?? 1000;
     while (this.running) {
       try {
         await this.evaluateNow();
@@ -262,6 +285,7 @@ export class AlarmEvaluator {
         this.lastLoopError = message;
       }
       if (!this.running) break;
+      const intervalMs = this.deps.intervalMs ?? this.intervalForKnownAlarms();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, intervalMs);
         this.wake = (): void => {
@@ -271,6 +295,12 @@ export class AlarmEvaluator {
       });
       this.wake = undefined;
     }
+  }
+
+  /** defaultIntervalMs of the shortest period among the metric alarms last read. */
+  private intervalForKnownAlarms(): number {
+    const periods = this.specs.map((s) => s.periodMs);
+    return defaultIntervalMs(periods.length === 0 ? undefined : Math.min(...periods));
   }
 
   private async tick(): Promise<void> {

@@ -8,7 +8,11 @@ import {
 } from '@aws-sdk/client-cloudwatch';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
-import { AlarmEvaluator, type AlarmEvaluatorDeps } from '../../../../lib/local/alarms/evaluator';
+import {
+  AlarmEvaluator,
+  defaultIntervalMs,
+  type AlarmEvaluatorDeps,
+} from '../../../../lib/local/alarms/evaluator';
 import { AlarmEvaluationError } from '../../../../lib/local/alarms/errors';
 import type { InvokeResult } from '../../../../lib/local/function-host';
 import { manualClock, type ManualClock } from '../../../helpers/manual-clock';
@@ -566,6 +570,60 @@ describe('Class: AlarmEvaluator', () => {
       // Assess
       expect(calls).toBeGreaterThanOrEqual(3);
       expect(cloudwatch.commandCalls(DescribeAlarmsCommand)).toHaveLength(calls);
+    });
+
+    it.each([
+      ['the deployed 60 s periods', 5_000, 60, undefined],
+      ['periods scaled by 1/12 (5 s)', 1_000, 60, 1 / 12],
+      ['a 120 s period', 5_000, 120, undefined],
+      ['a 24 s period', 2_000, 24, undefined],
+    ])(
+      'when started without an interval on %s, it evaluates every %d ms: a twelfth of the shortest period within 1–5 s',
+      async (_what, expectedMs, period, periodScale) => {
+        // Prepare
+        jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+        try {
+          alarms = [customAlarm('retried', 'JobRetried', { Period: period })];
+          const e = evaluator(periodScale === undefined ? {} : { periodScale });
+          const evaluations = (): number => cloudwatch.commandCalls(DescribeAlarmsCommand).length;
+
+          // Act
+          e.start();
+          await jest.advanceTimersByTimeAsync(0);
+          const first = evaluations();
+          await jest.advanceTimersByTimeAsync(expectedMs - 1);
+          const beforeInterval = evaluations();
+          await jest.advanceTimersByTimeAsync(1);
+          const atInterval = evaluations();
+          const stopped = e.stop();
+          await jest.advanceTimersByTimeAsync(0);
+          await stopped;
+
+          // Assess
+          expect({ first, beforeInterval, atInterval }).toEqual({
+            first: 1,
+            beforeInterval: 1,
+            atInterval: 2,
+          });
+        } finally {
+          jest.useRealTimers();
+        }
+      },
+    );
+  });
+
+  describe('Function: defaultIntervalMs', () => {
+    it.each([
+      [undefined, 1_000],
+      [2_000, 1_000],
+      [12_000, 1_000],
+      [24_000, 2_000],
+      [60_000, 5_000],
+      [3_600_000, 5_000],
+      [Number.NaN, 1_000],
+    ])('when the shortest period is %p ms, the interval is %p ms', (shortest, expected) => {
+      // Act / Assess
+      expect(defaultIntervalMs(shortest)).toBe(expected);
     });
   });
 });
