@@ -11,6 +11,10 @@ const PLATFORM_SUITES = [
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
   testEnvironment: 'node',
+  // 30 s, not jest's 5: npm test runs unit and integration suites at a low priority beside the
+  // platform lanes (scripts/test-lanes.ts), where a test that starts a process can wait seconds
+  // for the CPU; what a test checks never depends on its speed (the bench measures that).
+  testTimeout: 30_000,
   transform: { '^.+\\.ts$': tsJest },
   moduleFileExtensions: ['ts', 'js', 'json'],
   // The examples import the public API as a user does (`tenang/<entry>`): here, its sources.

@@ -126,12 +126,15 @@ export class FunctionHost {
     return result;
   }
 
-  /** Stops every instance. */
+  /**
+   * Stops every instance: kills each process that has not exited, including one already given up
+   * as dead (unreachable, its exit not seen yet), so none outlives the host.
+   */
   public async stop(): Promise<void> {
     const exits = [...this.all].map(
       (i) =>
         new Promise<void>((resolve) => {
-          if (i.dead || i.child.exitCode !== null) return resolve();
+          if (i.child.exitCode !== null || i.child.signalCode !== null) return resolve();
           i.child.once('exit', () => resolve());
           i.child.kill('SIGKILL');
         }),

@@ -24,6 +24,9 @@ function fakeSynth() {
   return { synth, calls: () => calls };
 }
 
+/** Far below the ten minutes a live holder's lock is waited for. */
+const LOCK_POLL_BOUND_MS = 5_000;
+
 describe('Module: synth-cache', () => {
   const args = ['-c', 'tenang:target=emulator'];
 
@@ -85,6 +88,76 @@ describe('Module: synth-cache', () => {
     expect(retried).toBe('miss');
     expect(calls()).toBe(1);
     expect(fs.readdirSync(path.join(root, '.tenang', 'synth-cache'))).toEqual(['k2']);
+  });
+
+  it('when an operator command writes its audit log, a run log or a packed tarball into the project, the key stays the same', () => {
+    // Prepare
+    const root = project();
+    const env = { AWS_REGION: 'us-east-1' };
+    const before = synthKey(root, args, env);
+
+    // Act
+    fs.mkdirSync(path.join(root, 'tenang-audit'));
+    fs.writeFileSync(path.join(root, 'tenang-audit', 'cache-2026-12-07T17-48-26-325Z.jsonl'), '{}\n');
+    fs.writeFileSync(path.join(root, 'start.log'), 'ready\n');
+    fs.writeFileSync(path.join(root, 'my-app-0.1.0.tgz'), 'x');
+    const after = synthKey(root, args, env);
+    fs.writeFileSync(path.join(root, 'lib', 'audit.ts'), 'export const b = 1;\n');
+    const withSource = synthKey(root, args, env);
+
+    // Assess
+    expect(after).toBe(before);
+    expect(withSource).not.toBe(before);
+  });
+
+  it('when two platforms ask for the same missing entry at once, it is synthesized once and both get it', async () => {
+    // Prepare
+    const root = project();
+    let calls = 0;
+    let finish: () => void = () => undefined;
+    const slowSynth = async (dir: string): Promise<void> => {
+      calls += 1;
+      await new Promise<void>((resolve) => (finish = resolve));
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ call: calls }));
+    };
+    const first = path.join(root, '.tenang', 'cdk.out-a');
+    const second = path.join(root, '.tenang', 'cdk.out-b');
+
+    // Act
+    const a = withSynthCache(root, 'k3', first, slowSynth);
+    const b = withSynthCache(root, 'k3', second, slowSynth);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const callsWhileWaiting = calls;
+    finish();
+    const results = await Promise.all([a, b]);
+
+    // Assess
+    expect(callsWhileWaiting).toBe(1);
+    expect(results).toEqual(['miss', 'hit']);
+    expect(calls).toBe(1);
+    expect(fs.readFileSync(path.join(second, 'manifest.json'), 'utf8')).toBe('{"call":1}');
+    expect(fs.readdirSync(path.join(root, '.tenang', 'synth-cache'))).toEqual(['k3']);
+  });
+
+  it('when the lock of a synthesis whose process is gone is left behind, the next one synthesizes at once', async () => {
+    // Prepare
+    const root = project();
+    const { synth, calls } = fakeSynth();
+    fs.mkdirSync(path.join(root, '.tenang', 'synth-cache'), { recursive: true });
+    // A pid above Linux's pid_max: no such process.
+    fs.writeFileSync(path.join(root, '.tenang', 'synth-cache', 'k4.lock'), '4194305');
+    const out = path.join(root, '.tenang', 'cdk.out-a');
+    const started = Date.now();
+
+    // Act
+    const result = await withSynthCache(root, 'k4', out, synth);
+
+    // Assess
+    expect(result).toBe('miss');
+    expect(calls()).toBe(1);
+    expect(Date.now() - started).toBeLessThan(LOCK_POLL_BOUND_MS);
+    expect(fs.readdirSync(path.join(root, '.tenang', 'synth-cache'))).toEqual(['k4']);
   });
 
   it('when TENANG_SYNTH_CACHE is 0 it is off, and on otherwise', () => {
