@@ -21,7 +21,8 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
-import { FAULT_PRELOAD_ARGV, LOCK_TRACE_PREFIX, setFaults, type LockTrace } from '../faults/fault-injection';
+import { LOCK_TRACE_PREFIX, setFaults, type LockTrace } from '../faults/fault-injection';
+import { faultPreloadArgv } from '../faults/preload-argv';
 import { DynamoDbInventoryStore } from '../../examples/reference/domain/dynamodb-inventory-store';
 import { DynamoDbLockStore } from '../../lib/adapters/aws/dynamodb-lock-store';
 import { decodeEntry } from '../../lib/adapters/redis/redis-cache';
@@ -148,7 +149,7 @@ export class ChaosPlatform {
           sink.target?.lines.push({ fn, line });
         },
         reconcileEveryMs: 30_000,
-        functionExecArgv: FAULT_PRELOAD_ARGV,
+        functionExecArgv: faultPreloadArgv(),
       });
       const chaos = new ChaosPlatform(
         platform,

@@ -2,7 +2,7 @@
  * Fault injection into the AWS SDK clients of the functions (the chaos suite's DynamoDB throttling
  * and timeouts). Inactive unless the TENANG_FAULTS variable names a fault, which only the chaos
  * harness sets, per function instance, on a platform whose functions preload preload.ts
- * (FAULT_PRELOAD_ARGV); nothing that ships loads this module. A fault is injected inside the
+ * (faultPreloadArgv, preload-argv.ts); nothing that ships loads this module. A fault is injected inside the
  * SDK's retry loop, so the SDK retries it as it would a real one, and what survives the retries
  * reaches our code as the real error would.
  *
@@ -22,8 +22,6 @@
  * - `trace-locks`: prints one line per lease acquire/release the locks table answered, with its
  *   owner token, so a checker can verify that no release was made by a non-owner.
  */
-import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 
 /** The SDK faults of one function instance. */
@@ -238,20 +236,8 @@ export function withSdkFaults(
 }
 
 /**
- * The Node.js options that make a local platform's function instances take their faults from
- * TENANG_FAULTS (LocalPlatform.start's functionExecArgv): tsx's loader, then preload.ts.
- */
-export const FAULT_PRELOAD_ARGV: readonly string[] = [
-  '--import',
-  // This checkout's tsx, by path: the function's working directory need not resolve it.
-  pathToFileURL(require.resolve('tsx')).href,
-  '--import',
-  path.join(__dirname, 'preload.ts'),
-];
-
-/**
  * Every later instance of `functionName` on `platform` runs with the SDK faults `spec` names; an
- * empty spec lifts them (the platform must have been started with FAULT_PRELOAD_ARGV).
+ * empty spec lifts them (the platform must have been started with faultPreloadArgv()).
  */
 export function setFaults(
   platform: { setInstanceEnvironment(fn: string, variables: Readonly<Record<string, string>>): void },

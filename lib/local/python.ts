@@ -30,13 +30,21 @@ type CommandResult =
 
 type PythonStatus =
   | { readonly kind: 'missing'; readonly command: string }
-  | { readonly kind: 'no-moto'; readonly command: string; readonly executable: string }
+  | {
+      readonly kind: 'no-moto';
+      readonly command: string;
+      readonly executable: string;
+      /** The last line the failed check printed to stderr (or why it was stopped), for the error. */
+      readonly said: string;
+    }
   | { readonly kind: 'ready'; readonly command: string; readonly executable: string };
 
 // Prints the real interpreter path first (shims and wrappers resolved) so the server is spawned
 // directly and SIGTERM reaches it, then proves `moto.server` and its Flask dependencies import.
 const INSPECT_SCRIPT =
   'import sys; sys.stdout.write(sys.executable + "\\n"); sys.stdout.flush(); import moto.server';
+
+const INSPECT_TIMEOUT_MS = 60_000;
 
 /** Returns the path of a Python interpreter that can run `python -m moto.server`, installing moto if allowed. */
 export async function findMotoPython(search: PythonSearch): Promise<string> {
@@ -46,26 +54,37 @@ export async function findMotoPython(search: PythonSearch): Promise<string> {
     : [...(existsSync(venvPython) ? [venvPython] : []), 'python3'];
   const statuses: PythonStatus[] = [];
   for (const command of candidates) {
-    const status = await inspectPython(command);
+    let status = await inspectPython(command);
+    // A failed check is asked once more before moto counts as missing: a version manager's shim
+    // (pyenv's python3 is a bash script running several more) can fail on its own under a loaded
+    // machine, and a wrong verdict here means a pip install that cannot succeed without PyPI.
+    if (status.kind === 'no-moto') status = await inspectPython(command);
     if (status.kind === 'ready') return status.executable;
     statuses.push(status);
   }
   const basePython = statuses.find((status) => status.kind === 'no-moto');
   if (basePython === undefined) throw pythonMissingError(candidates);
-  if (!search.installMoto) throw motoMissingError(basePython.command);
-  return installMotoIntoVenv(basePython.command, search);
+  if (!search.installMoto) throw motoMissingError(basePython.command, basePython.said);
+  return installMotoIntoVenv(basePython, search);
 }
 
 async function inspectPython(command: string): Promise<PythonStatus> {
-  const result = await runCommand(command, ['-c', INSPECT_SCRIPT], 60_000);
+  const result = await runCommand(command, ['-c', INSPECT_SCRIPT], INSPECT_TIMEOUT_MS);
   if (result.kind === 'missing') return { kind: 'missing', command };
   const executable = result.stdout.split('\n')[0]?.trim() || command;
-  return result.code === 0
-    ? { kind: 'ready', command, executable }
-    : { kind: 'no-moto', command, executable };
+  if (result.code === 0) return { kind: 'ready', command, executable };
+  const said =
+    result.code === null
+      ? `no answer in ${INSPECT_TIMEOUT_MS / 1000} s`
+      : (result.stderr.trim().split('\n').pop() ?? '');
+  return { kind: 'no-moto', command, executable, said };
 }
 
-async function installMotoIntoVenv(basePython: string, search: PythonSearch): Promise<string> {
+async function installMotoIntoVenv(
+  base: Extract<PythonStatus, { kind: 'no-moto' }>,
+  search: PythonSearch,
+): Promise<string> {
+  const basePython = base.command;
   const venvDir = path.join(search.projectRoot, '.venv');
   const venvPython = path.join(venvDir, 'bin', 'python');
   const created = !existsSync(venvPython);
@@ -91,10 +110,11 @@ async function installMotoIntoVenv(basePython: string, search: PythonSearch): Pr
   } catch (error) {
     // Leave no half-made virtualenv behind, but never remove one the user made.
     if (created) await rm(venvDir, { recursive: true, force: true });
-    throw motoMissingError(basePython, error);
+    throw motoMissingError(basePython, base.said, error);
   }
   const status = await inspectPython(venvPython);
-  if (status.kind !== 'ready') throw motoMissingError(basePython);
+  if (status.kind !== 'ready')
+    throw motoMissingError(basePython, status.kind === 'no-moto' ? status.said : '');
   return status.executable;
 }
 
@@ -141,10 +161,11 @@ function pythonMissingError(tried: readonly string[]): LocalEnvError {
   );
 }
 
-function motoMissingError(python: string, cause?: unknown): LocalEnvError {
+function motoMissingError(python: string, said: string, cause?: unknown): LocalEnvError {
+  const check = said === '' ? '' : ` (${python} -c 'import moto.server': ${said})`;
   const why = cause instanceof Error ? ` Installing it into .venv failed (${cause.message}).` : '';
   return new LocalEnvError(
-    `moto, the local AWS emulator, is not installed for ${python}.${why} ` +
+    `moto, the local AWS emulator, is not installed for ${python}${check}.${why} ` +
       `Install it with: ${python} -m pip install '${MOTO_REQUIREMENT}' ` +
       `(or set AWS_ENDPOINT_URL to an emulator that is already running).`,
     { cause },

@@ -90,6 +90,7 @@ describe('Function: startLocalEnv', () => {
       // Assess
       await expect(starting).rejects.toThrow(LocalEnvError);
       await expect(starting).rejects.toThrow(`${python} -m pip install 'moto[server]==5.2.1'`);
+      await expect(starting).rejects.toThrow("No module named 'moto'");
     });
   });
 
