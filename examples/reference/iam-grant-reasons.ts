@@ -22,6 +22,12 @@ export const REFERENCE_GRANT_REASONS: readonly {
       "The notification consumer's deferrals (degrade mode, open circuit, rate limit) re-send the job with a delay; no test run defers one on the shared platforms, and test/integration/iam-mutation.test.ts shows what its absence does.",
   },
   {
+    action: 'dynamodb:BatchWriteItem',
+    resource: '*:table/*-dedup',
+    reason:
+      "The outbox relay's dedup confirms go in one BatchWriteItem when a batch's confirms overlap one already being written (DynamoDbDedupStore.confirm), which depends on timing: a run whose confirms never overlap puts each with PutItem. A smoke scenario run without this grant was denied it four times.",
+  },
+  {
     action: 'dynamodb:DeleteItem',
     resource: '*:table/*-dedup',
     reason:

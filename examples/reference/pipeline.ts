@@ -142,9 +142,10 @@ export function referencePipeline(stageName: string, region: string): PipelineIn
         table: 'orders',
         entry: 'functions/outbox-relay.ts',
         // Enqueues an order's follow-up jobs, each claimed once in dedup (Q1); defers what is not
-        // critical while the stage is degraded.
+        // critical while the stage is degraded. A batch's claims are confirmed together: confirms
+        // made while another is written go in one BatchWriteItem (DynamoDbDedupStore.confirm).
         resources: {
-          tables: { dedup: ['PutItem', 'DeleteItem'] },
+          tables: { dedup: ['PutItem', 'DeleteItem', 'BatchWriteItem'] },
           queues: ['notification.send', 'inventory.reserve'],
           degradeFlag: true,
         },

@@ -66,6 +66,15 @@ export interface JobInvariantFacts {
   readonly declaredCalls?: DeclaredCallFacts;
   /** Declared jobs the generic incidents delivered more than once. @default none */
   readonly redelivered?: readonly RedeliveredJobFact[];
+  /**
+   * Requests the platform's IAM denied during the run (each function acts with its deployed
+   * execution role). @default - IAM not enforced (TENANG_IAM=off): not judged
+   */
+  readonly iamDenials?: readonly {
+    readonly caller: string;
+    readonly action: string;
+    readonly resource: string;
+  }[];
 }
 
 /** Violations listed per invariant; the rest are counted. */
@@ -184,6 +193,24 @@ export function declaredJobsDoneOnce(
   );
 }
 
+/**
+ * No request was denied by the deployed IAM policies. No incident of a scenario takes a permission
+ * away, so a denial is a grant the app's code needs and its template lacks: on AWS the same call
+ * fails the same way, and a retried or logged-and-skipped failure (a confirm, a release) would
+ * pass every other invariant while the deployed function keeps failing it.
+ */
+export function noRequestDenied(facts: Pick<JobInvariantFacts, 'iamDenials'>): InvariantResult {
+  const name = 'no request denied by the deployed IAM policies';
+  if (facts.iamDenials === undefined) return verdict(name, 'IAM not enforced (TENANG_IAM=off)', []);
+  const counts = new Map<string, number>();
+  for (const d of facts.iamDenials) {
+    const key = `${d.caller} ${d.action} ${d.resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const violations = [...counts].map(([key, n]) => `${key}: denied ${n} time(s)`);
+  return verdict(name, `${facts.iamDenials.length} denied`, violations);
+}
+
 /** The invariants that hold for any app, in report order (declaredJobsDoneOnce when its facts are in). */
 export function checkJobInvariants(facts: JobInvariantFacts): InvariantResult[] {
   return [
@@ -192,5 +219,6 @@ export function checkJobInvariants(facts: JobInvariantFacts): InvariantResult[] 
     alarmsNotified(facts),
     everyDeclaredJobDone(facts),
     ...(facts.declaredCalls === undefined ? [] : [declaredJobsDoneOnce(facts)]),
+    noRequestDenied(facts),
   ];
 }

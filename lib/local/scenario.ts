@@ -611,6 +611,7 @@ export async function runScenario(opts: RunScenarioOptions): Promise<ScenarioOut
             }),
         dlq,
         poison,
+        ...(p.iam === undefined ? {} : { iamDenials: p.iam.denials() }),
         alarmNotifications: {
           owed: p.alarms.actions().filter((a) => a.outcome === 'sent').length,
           deliveries: p.alarms.deliveries(),

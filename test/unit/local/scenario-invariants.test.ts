@@ -1,6 +1,8 @@
 import {
   alarmsNotified,
+  checkJobInvariants,
   everyDeclaredJobDone,
+  noRequestDenied,
   type JobInvariantFacts,
 } from '../../../lib/local/scenario-invariants';
 
@@ -28,6 +30,40 @@ function healthy(): JobInvariantFacts {
     },
   };
 }
+
+describe('Function: noRequestDenied', () => {
+  const denial = {
+    caller: 'tenang-dev-OutboxRelayConsumerRole',
+    action: 'dynamodb:BatchWriteItem',
+    resource: 'arn:aws:dynamodb:us-east-1:123456789012:table/tenang-dev-dedup',
+  };
+
+  it('when a request was denied twice, it fails naming the role, action and resource once with the count', () => {
+    const result = noRequestDenied({ iamDenials: [denial, denial] });
+
+    expect(result.holds).toBe(false);
+    expect(result.violations).toEqual([
+      `${denial.caller} ${denial.action} ${denial.resource}: denied 2 time(s)`,
+    ]);
+    expect(result.detail).toBe('2 denied');
+  });
+
+  it('when none was denied, it holds', () => {
+    expect(noRequestDenied({ iamDenials: [] })).toMatchObject({ holds: true, violations: [] });
+  });
+
+  it('when IAM was not enforced, it holds and says it was not judged', () => {
+    expect(noRequestDenied({})).toMatchObject({ holds: true, detail: 'IAM not enforced (TENANG_IAM=off)' });
+  });
+
+  it('is among the invariants every app is judged on', () => {
+    const names = checkJobInvariants({ ...healthy(), iamDenials: [denial] })
+      .filter((i) => !i.holds)
+      .map((i) => i.name);
+
+    expect(names).toEqual(['no request denied by the deployed IAM policies']);
+  });
+});
 
 describe('Function: alarmsNotified', () => {
   it('when a notification was refused (the topic policy lets no alarm publish), it fails naming the alarm and the error', () => {
