@@ -111,7 +111,7 @@ describe('Module: order-invariants', () => {
 
       // Assess
       expect(Object.values(results).every(Boolean)).toBe(true);
-      expect(Object.keys(results)).toHaveLength(11);
+      expect(Object.keys(results)).toHaveLength(12);
     });
 
     it('when one payment key was charged twice, the charge invariant fails and names the key', () => {
