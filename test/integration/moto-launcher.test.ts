@@ -24,8 +24,10 @@ import {
   GetShardIteratorCommand,
   DescribeStreamCommand,
 } from '@aws-sdk/client-dynamodb-streams';
+import { execFileSync } from 'node:child_process';
 import * as http from 'node:http';
-import { startLocalEnv, type LocalEnv } from '../../lib/local/env';
+import * as path from 'node:path';
+import { MOTO_LAUNCHER, startLocalEnv, type LocalEnv } from '../../lib/local/env';
 import { freePort } from '../../lib/local/ports';
 import { isSerializedMoto, MOTO_PROBE_PATH, probeHttp } from '../../lib/local/probes';
 
@@ -95,6 +97,33 @@ describe('the moto launcher (lib/local/moto_server.py)', () => {
     // Assess: 41 requests, one connection; every body arrived whole.
     expect(sockets).toBe(1);
     expect(read.every((v) => v.length === 2000)).toBe(true);
+  });
+
+  it("when a full garbage collection ends, what survived is frozen, so the next one does not visit moto's whole heap again", () => {
+    // Prepare: the launcher's module as moto_server.py's `python3 moto_server.py` loads it, without serving
+    const script = [
+      'import gc, sys',
+      `sys.path.insert(0, ${JSON.stringify(path.dirname(MOTO_LAUNCHER))})`,
+      'import moto_server',
+      'at_import = gc.get_freeze_count()',
+      'kept = [[i] for i in range(50_000)]',
+      'gc.collect()',
+      'print(at_import, gc.get_freeze_count() - at_import, len(gc.get_objects(2)))',
+    ].join('\n');
+
+    // Act
+    const [atImport, frozenByCollection, leftInOldest] = execFileSync('python3', ['-c', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+      .trim()
+      .split(' ')
+      .map(Number);
+
+    // Assess: the imports' objects frozen at once, the 50 000 kept lists with the collection
+    expect(atImport).toBeGreaterThan(50_000);
+    expect(frozenByCollection).toBeGreaterThanOrEqual(50_000);
+    expect(leftInOldest).toBe(0);
   });
 
   describe('TransactWriteItems', () => {
