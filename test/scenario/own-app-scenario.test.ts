@@ -89,6 +89,7 @@ describe('Local platform: the smoke scenario on an app of its own (no order flow
       expect.stringMatching(/^every alarm notification/),
       expect.stringMatching(/^every job of the app's own job types ran/),
       expect.stringMatching(/^every job of the app's own job types done exactly once/),
+      expect.stringMatching(/^no request denied by the deployed IAM policies/),
     ]);
     expect(names.filter((n) => /charge|PAID|stock|stream|notification sent twice/.test(n))).toEqual([]);
     expect(lines.filter((l) => l.includes('[iam] denied'))).toEqual([]);
