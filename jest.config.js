@@ -11,10 +11,6 @@ const PLATFORM_SUITES = [
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }];
 const base = {
   testEnvironment: 'node',
-  // 30 s, not jest's 5: npm test runs unit and integration suites at a low priority beside the
-  // platform lanes (scripts/test-lanes.ts), where a test that starts a process can wait seconds
-  // for the CPU; what a test checks never depends on its speed (the bench measures that).
-  testTimeout: 30_000,
   transform: { '^.+\\.ts$': tsJest },
   moduleFileExtensions: ['ts', 'js', 'json'],
   // The examples import the public API as a user does (`tenang/<entry>`): here, its sources.
@@ -24,6 +20,12 @@ const base = {
 };
 
 module.exports = {
+  // 30 s, not jest's 5: npm test runs unit and integration suites at a low priority beside the
+  // platform lanes (scripts/test-lanes.ts), where a test that starts a process can wait seconds
+  // for the CPU; what a test checks never depends on its speed (the bench measures that). A
+  // global option: jest ignores it in a project's config (`--showConfig` showed it there while
+  // the global one stayed unset, and a unit test was cut at 5 s).
+  testTimeout: 30_000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...base, displayName: 'infra', testMatch: ['<rootDir>/test/infra/**/*.test.ts'] },
