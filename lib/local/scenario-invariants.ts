@@ -6,6 +6,7 @@
  * alarms reaching a person, each job of the app's own job types done exactly once); an app's
  * scenario flow judges its own domain on top (lib/local/scenario-flow.ts ScenarioFlowRun.judge).
  */
+import type { DenialRecord } from './iam/authorizer';
 import type { DlqEntry, InvariantResult } from './report-model';
 import { judgeDeclaredJob, type DeclaredJobFact, type ProviderCall } from './scenario-declared-jobs';
 
@@ -70,11 +71,7 @@ export interface JobInvariantFacts {
    * Requests the platform's IAM denied during the run (each function acts with its deployed
    * execution role). @default - IAM not enforced (TENANG_IAM=off): not judged
    */
-  readonly iamDenials?: readonly {
-    readonly caller: string;
-    readonly action: string;
-    readonly resource: string;
-  }[];
+  readonly iamDenials?: readonly Pick<DenialRecord, 'caller' | 'action' | 'resource'>[];
 }
 
 /** Violations listed per invariant; the rest are counted. */
